@@ -1,0 +1,1 @@
+"""pytest-npubench: the pytest plugin half (bench API, baselines, regression gate, artifacts)."""

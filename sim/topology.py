@@ -67,6 +67,7 @@ class PEConfig:
     tile_n: int
     pipeline_stages: int
     stage_ns: float
+    operand_slots: int
 
     @property
     def stage_ps(self) -> int:
@@ -222,6 +223,7 @@ _SCHEMA: dict[str, dict[str, tuple[str, str]]] = {
         "tile_n": ("int", "output columns per tile-op"),
         "pipeline_stages": ("int", "PE pipeline depth D"),
         "stage_ns": ("ns", "PE stage time T in ns"),
+        "operand_slots": ("int", "PE operand buffers (tile-ops fetched ahead of retire)"),
     },
     "fetch": {"fetch_gbs": ("num", "SRAM -> PE bandwidth in GB/s")},
     "sram": {"capacity_kib": ("int", "SRAM capacity in KiB")},

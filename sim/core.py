@@ -1,0 +1,473 @@
+"""The simulator kernel: programs of engine operations, and two ways to time them.
+
+Hardware semantics (docs/adr/0001-simulator-semantics.md):
+
+* Every resource serves its operations **in program order**: a DMA engine, each HBM
+  pseudo-channel, the fetch unit and the PE issue slot. An operation starts when its
+  dependencies have ended and its resource has finished the previous operation.
+* A DMA operation holds its engine for ``setup``; then its bursts arrive at their
+  pseudo-channels, each channel serving its bursts back to back at ``burst_ps`` each,
+  in program order; the transfer ends ``latency`` after its last burst. Concurrent
+  transfers therefore contend channel by channel.
+* A SERVE operation (fetch) holds its resource for ``dur``.
+* A PIPE operation (a PE tile-op) holds the issue slot for ``dur`` (T) and ends ``lat``
+  (D*T) after it issued.
+
+Because service is in program order, a schedule is a longest-path evaluation over the
+program. :func:`simulate` evaluates it block by block in plain Python and, when the machine
+state at a block boundary repeats (relative to a moving floor) and the program ahead
+repeats too, fills whole periods at once with numpy. :func:`simulate_reference` is the
+simple heap-driven event simulator that the fast path is tested against.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
+
+import numpy as np
+
+from sim.oplog import COLUMNS, DTYPES, OpLog
+
+__all__ = [
+    "DMA",
+    "PIPE",
+    "SERVE",
+    "BlockProgram",
+    "Channels",
+    "Op",
+    "SimulationError",
+    "program_ops",
+    "simulate",
+    "simulate_reference",
+]
+
+DMA, SERVE, PIPE = 0, 1, 2
+MAX_TIME_PS = 1 << 62
+
+
+class SimulationError(RuntimeError):
+    """The program cannot be timed: a deadlock, a runaway, or a malformed program."""
+
+
+class Op(NamedTuple):
+    """One engine operation. ``deps`` are program-order ids of earlier operations."""
+
+    kind: int
+    res: int
+    deps: tuple[int, ...]
+    stage: int
+    nbytes: int
+    macs: int
+    tile: int
+    dur: int  # DMA: setup ps; SERVE: service ps; PIPE: issue interval ps
+    lat: int  # DMA: latency after last burst; PIPE: issue-to-retire ps
+    chans: tuple[tuple[int, int], ...] = ()  # DMA only: (channel, bursts)
+
+
+@dataclass(frozen=True)
+class Channels:
+    """The HBM pseudo-channels shared by all DMA operations."""
+
+    count: int
+    burst_ps: int
+
+
+class BlockProgram(Protocol):
+    """A program cut into blocks that can be generated one at a time.
+
+    ``block_sig(b)`` must determine ``block_ops(b)`` up to a shift of op ids, tile
+    indices and times: two blocks with equal signatures have the same operations with
+    dependencies at the same relative distances.
+    """
+
+    engines: tuple[str, ...]
+    stages: tuple[str, ...]
+    channels: Channels
+    num_blocks: int
+
+    def first_op(self, b: int) -> int: ...
+    def num_ops(self) -> int: ...
+    def first_tile(self, b: int) -> int: ...
+    def block_ops(self, b: int) -> list[Op]: ...
+    def block_sig(self, b: int) -> Hashable: ...
+    def live(self, b: int) -> dict[int, tuple[int, ...]]:
+        """Ops before block ``b`` that later blocks depend on, with their consumers' resources."""
+        ...
+
+    def resources(self, b: int) -> tuple[int, ...]:
+        """Resources that blocks ``>= b`` use (a superset is safe, only slower)."""
+        ...
+
+
+def program_ops(program: BlockProgram) -> list[Op]:
+    """Every operation of the program, in program order (for the reference and tests)."""
+    ops: list[Op] = []
+    for b in range(program.num_blocks):
+        if program.first_op(b) != len(ops):
+            raise SimulationError(
+                f"block {b} should start at op {program.first_op(b)}, but {len(ops)} precede it"
+            )
+        ops.extend(program.block_ops(b))
+    return ops
+
+
+# --- fast path ----------------------------------------------------------------------------
+
+
+class _Writer:
+    """Record columns preallocated for the whole program; Python lists for the live segment."""
+
+    def __init__(self, total: int) -> None:
+        self.cols = {name: np.empty(total, DTYPES[name]) for name in COLUMNS if name != "chip"}
+        self.pos = 0
+        self.reset()
+
+    def reset(self) -> None:
+        self.engine: list[int] = []
+        self.stage: list[int] = []
+        self.op: list[int] = []
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.nbytes: list[int] = []
+        self.macs: list[int] = []
+        self.tile: list[int] = []
+
+    @property
+    def count(self) -> int:
+        return self.pos + len(self.op)
+
+    def flush(self) -> None:
+        n = len(self.op)
+        if self.pos + n > len(self.cols["op"]):
+            raise SimulationError("the program emitted more operations than it declared")
+        for name, col in self.cols.items():
+            col[self.pos : self.pos + n] = getattr(self, name)
+        self.pos += n
+        self.reset()
+
+    def repeat(self, rec0: int, n: int, lam: int, ops_shift: int, tiles_shift: int) -> None:
+        """Append ``n`` copies of records ``[rec0, count)``, copy k shifted by k periods."""
+        self.flush()
+        length = self.pos - rec0
+        if self.pos + n * length > len(self.cols["op"]):
+            raise SimulationError("the program emitted more operations than it declared")
+        k = np.arange(1, n + 1, dtype=np.int64)[:, None]
+        shifts = {"start": k * lam, "end": k * lam, "op": k * ops_shift}
+        for name, col in self.cols.items():
+            src = col[rec0 : self.pos]
+            dst = col[self.pos : self.pos + n * length].reshape(n, length)
+            if name in shifts:
+                np.add(src[None, :], shifts[name], out=dst)
+            elif name == "tile":
+                np.add(src[None, :], np.where(src >= 0, tiles_shift, 0)[None, :] * k, out=dst)
+            else:
+                dst[:] = src[None, :]
+        self.pos += n * length
+
+    def oplog(self, engines: Sequence[str], stages: Sequence[str], meta: dict[str, int]) -> OpLog:
+        self.flush()
+        if self.pos != len(self.cols["op"]):
+            raise SimulationError(
+                f"the program declared {len(self.cols['op'])} operations but emitted {self.pos}"
+            )
+        cols: dict[str, np.ndarray] = dict(self.cols)
+        cols["chip"] = np.zeros(self.pos, DTYPES["chip"])
+        return OpLog.from_columns(engines, stages, cols, meta)
+
+
+def _canonical(
+    free: list[int],
+    used: tuple[int, ...],
+    ch: list[int],
+    ends: dict[int, int],
+    live: dict[int, tuple[int, ...]],
+) -> tuple[int, tuple[int, ...]]:
+    """The machine state relative to a floor that no future operation can start before.
+
+    Every operation holds a resource, so it starts no earlier than the least resource
+    free time; values below that floor are equivalent to it. A pending end time matters
+    only above the free time of the resources its consumers use.
+    """
+    ref = min(free[r] for r in used)
+    state = [free[r] - ref for r in used]
+    state += [(c - ref if c > ref else 0) for c in ch]
+    for op_id in sorted(live):
+        floor = min(free[r] for r in live[op_id])
+        e = ends[op_id]
+        state.append((e if e > floor else floor) - ref)
+    return ref, tuple(state)
+
+
+def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
+    """Time ``program``; exact, and fast for long periodic programs (see module docstring)."""
+    nres = len(program.engines)
+    burst_ps = program.channels.burst_ps
+    free = [0] * nres
+    ch = [0] * program.channels.count
+    ends: dict[int, int] = {}
+    cols = _Writer(program.num_ops())
+    seen: dict[Hashable, tuple[int, int, int]] = {}
+    extrapolated_blocks = 0
+    b = 0
+    while b < program.num_blocks:
+        first = program.first_op(b)
+        live = program.live(b)
+        missing = [d for d in live if d not in ends]
+        if missing:
+            raise SimulationError(
+                f"block {b} depends on op {missing[0]}, which has not been timed "
+                "(a dependency on a later operation, or a program whose blocks skip ops)"
+            )
+        ends = {d: ends[d] for d in live}
+        if extrapolate:
+            ref, state = _canonical(free, program.resources(b), ch, ends, live)
+            key = (program.block_sig(b), state)
+            hit = seen.get(key)
+            if hit is None:
+                seen[key] = (b, ref, cols.count)
+            else:
+                jump = _extrapolate(program, cols, hit, b, ref)
+                if jump:
+                    n_blocks, lam = jump
+                    extrapolated_blocks += n_blocks
+                    b += n_blocks
+                    free = [f + lam for f in free]
+                    ch = [c + lam for c in ch]
+                    # the live ops at the new boundary play the roles of those at b, in order
+                    new_live = sorted(program.live(b)) if b < program.num_blocks else []
+                    if len(new_live) != len(ends):
+                        raise SimulationError(
+                            f"block {b}: live set does not repeat with the period"
+                        )
+                    ends = {
+                        new: ends[old] + lam
+                        for new, old in zip(new_live, sorted(ends), strict=True)
+                    }
+                    seen.clear()
+                    continue
+        ops = program.block_ops(b)
+        _run_block(ops, first, free, ch, ends, burst_ps, cols)
+        b += 1
+    log = cols.oplog(program.engines, program.stages, {"extrapolated_blocks": extrapolated_blocks})
+    if len(log) and log.makespan_ps >= MAX_TIME_PS:
+        raise SimulationError(f"runaway program: makespan {log.makespan_ps} ps exceeds the limit")
+    return log
+
+
+def _run_block(
+    ops: list[Op],
+    first: int,
+    free: list[int],
+    ch: list[int],
+    ends: dict[int, int],
+    burst_ps: int,
+    cols: _Writer,
+) -> None:
+    """List-schedule one block in program order (the hot loop: plain ints, no numpy)."""
+    rec_engine, rec_stage, rec_op = cols.engine.append, cols.stage.append, cols.op.append
+    rec_start, rec_end = cols.start.append, cols.end.append
+    rec_bytes, rec_macs, rec_tile = cols.nbytes.append, cols.macs.append, cols.tile.append
+    op_id = first
+    for kind, res, deps, stage, nbytes, macs, tile, dur, lat, chans in ops:
+        ready = 0
+        for d in deps:
+            try:
+                e = ends[d]
+            except KeyError:
+                raise SimulationError(
+                    f"op {op_id} depends on op {d}, which has not been timed "
+                    "(dependencies must point to earlier operations)"
+                ) from None
+            if e > ready:
+                ready = e
+        f = free[res]
+        start = ready if ready > f else f
+        if kind == DMA:
+            t0 = start + dur
+            free[res] = t0
+            last = t0
+            for c, cnt in chans:
+                s = ch[c]
+                if s < t0:
+                    s = t0
+                s += cnt * burst_ps
+                ch[c] = s
+                if s > last:
+                    last = s
+            end = last + lat
+        elif kind == SERVE:
+            end = start + dur
+            free[res] = end
+        else:
+            free[res] = start + dur
+            end = start + lat
+        ends[op_id] = end
+        rec_engine(res)
+        rec_stage(stage)
+        rec_op(op_id)
+        rec_start(start)
+        rec_end(end)
+        rec_bytes(nbytes)
+        rec_macs(macs)
+        rec_tile(tile)
+        op_id += 1
+
+
+def _extrapolate(
+    program: BlockProgram, cols: _Writer, hit: tuple[int, int, int], b: int, ref: int
+) -> tuple[int, int] | None:
+    """Copy blocks ``[b0, b)`` forward as many whole periods as the program repeats them."""
+    b0, ref0, rec0 = hit
+    q, lam = b - b0, ref - ref0
+    if lam <= 0:
+        return None
+    period_sigs = [program.block_sig(b0 + t) for t in range(q)]
+    n = 0
+    while b + (n + 1) * q <= program.num_blocks and all(
+        program.block_sig(b + n * q + t) == period_sigs[t] for t in range(q)
+    ):
+        n += 1
+    if n == 0:
+        return None
+    ops_shift = program.first_op(b) - program.first_op(b0)
+    tiles_shift = program.first_tile(b) - program.first_tile(b0)
+    cols.repeat(rec0, n, lam, ops_shift, tiles_shift)
+    return n * q, n * lam
+
+
+# --- reference: a plain event-driven simulator -------------------------------------------------
+
+
+def simulate_reference(
+    ops: Sequence[Op],
+    engines: Sequence[str],
+    stages: Sequence[str],
+    channels: Channels,
+    *,
+    max_events: int | None = None,
+) -> OpLog:
+    """Time ``ops`` with a heap of ``(time, seq, event)``; slow, simple, the oracle."""
+    n = len(ops)
+    limit = max_events if max_events is not None else 64 * n + 1024
+    waiting = [len(set(op.deps)) for op in ops]
+    dependents: list[list[int]] = [[] for _ in range(n)]
+    for i, op in enumerate(ops):
+        for d in set(op.deps):
+            if not 0 <= d < n:
+                raise SimulationError(f"op {i} depends on op {d}, which does not exist")
+            dependents[d].append(i)
+    queue: list[list[int]] = [[] for _ in engines]
+    chan_queue: list[list[tuple[int, int]]] = [[] for _ in range(channels.count)]
+    for i, op in enumerate(ops):
+        queue[op.res].append(i)
+        for c, cnt in op.chans:
+            chan_queue[c].append((i, cnt))
+    head = [0] * len(engines)
+    chan_head = [0] * channels.count
+    res_busy = [False] * len(engines)
+    chan_busy = [False] * channels.count
+    ready = [False] * n
+    arrived = [False] * n
+    bursts_left = [len(op.chans) for op in ops]
+    last_burst = [0] * n
+    start = [-1] * n
+    end = [-1] * n
+    heap: list[tuple[int, int, str, int]] = []
+    seq = 0
+
+    def at(t: int, what: str, who: int) -> None:
+        nonlocal seq
+        heapq.heappush(heap, (t, seq, what, who))
+        seq += 1
+
+    def try_start(r: int, now: int) -> None:
+        if res_busy[r] or head[r] >= len(queue[r]):
+            return
+        i = queue[r][head[r]]
+        if not ready[i]:
+            return
+        head[r] += 1
+        res_busy[r] = True
+        op = ops[i]
+        start[i] = now
+        if op.kind == DMA:
+            at(now + op.dur, "free", r)
+            at(now + op.dur, "arrive", i)
+        elif op.kind == SERVE:
+            at(now + op.dur, "free", r)
+            at(now + op.dur, "done", i)
+        else:
+            at(now + op.dur, "free", r)
+            at(now + op.lat, "done", i)
+
+    def try_channel(c: int, now: int) -> None:
+        if chan_busy[c] or chan_head[c] >= len(chan_queue[c]):
+            return
+        i, cnt = chan_queue[c][chan_head[c]]
+        if not arrived[i]:
+            return
+        chan_head[c] += 1
+        chan_busy[c] = True
+        at(now + cnt * channels.burst_ps, "burst_done", c)
+
+    for i in range(n):
+        if waiting[i] == 0:
+            at(0, "ready", i)
+    events = 0
+    while heap:
+        now, _, what, who = heapq.heappop(heap)
+        events += 1
+        if events > limit or now >= MAX_TIME_PS:
+            raise SimulationError(
+                f"runaway simulation: {events} events, time {now} ps; pending: "
+                f"{_pending(ops, end, stages)}"
+            )
+        if what == "ready":
+            ready[who] = True
+            try_start(ops[who].res, now)
+        elif what == "free":
+            res_busy[who] = False
+            try_start(who, now)
+        elif what == "arrive":
+            arrived[who] = True
+            for c, _cnt in ops[who].chans:
+                try_channel(c, now)
+        elif what == "burst_done":
+            i, _cnt = chan_queue[who][chan_head[who] - 1]
+            chan_busy[who] = False
+            last_burst[i] = max(last_burst[i], now)
+            bursts_left[i] -= 1
+            if bursts_left[i] == 0:
+                at(last_burst[i] + ops[i].lat, "done", i)
+            try_channel(who, now)
+        else:  # done
+            end[who] = now
+            for j in dependents[who]:
+                waiting[j] -= 1
+                if waiting[j] == 0:
+                    at(now, "ready", j)
+    if any(e < 0 for e in end):
+        raise SimulationError(f"deadlock: operations never finished: {_pending(ops, end, stages)}")
+    cols = {
+        "engine": [op.res for op in ops],
+        "stage": [op.stage for op in ops],
+        "op": list(range(n)),
+        "start": start,
+        "end": end,
+        "nbytes": [op.nbytes for op in ops],
+        "macs": [op.macs for op in ops],
+        "tile": [op.tile for op in ops],
+    }
+    return OpLog.from_columns(engines, stages, cols)
+
+
+def _pending(ops: Sequence[Op], end: list[int], stages: Sequence[str], most: int = 5) -> str:
+    left = [i for i, e in enumerate(end) if e < 0]
+    shown = ", ".join(
+        f"op {i} ({stages[ops[i].stage]}, waits on {list(ops[i].deps)})" for i in left[:most]
+    )
+    more = f" and {len(left) - most} more" if len(left) > most else ""
+    return f"{len(left)} pending: {shown}{more}"

@@ -1,10 +1,47 @@
 """A fast, deterministic NPU simulator: topologies, engines, op logs, GEMM and collectives.
 
-``sim`` imports neither pytest nor the plugin: use it as a library or from a notebook.
+``sim`` imports neither pytest nor the plugin: use it as a library or from a notebook::
+
+    from sim import load_topology, run_gemm, gemm_metrics
+    run = run_gemm("512x512x512", "double_buffer", load_topology("npu-1h"))
+    gemm_metrics(run)["latency_ns"]
 """
 
 from __future__ import annotations
 
+from sim.analysis import busy_ps, gemm_metrics
+from sim.core import SimulationError, simulate, simulate_reference
+from sim.kernels.gemm import (
+    VARIANTS,
+    GemmShape,
+    ShapeError,
+    SramCapacityError,
+    check_coverage,
+    functional_check,
+    run_gemm,
+)
+from sim.model import gemm_model, roofline_tflops
+from sim.oplog import OpLog
 from sim.topology import Topology, TopologyError, available_topologies, load_topology
 
-__all__ = ["Topology", "TopologyError", "available_topologies", "load_topology"]
+__all__ = [
+    "VARIANTS",
+    "GemmShape",
+    "OpLog",
+    "ShapeError",
+    "SimulationError",
+    "SramCapacityError",
+    "Topology",
+    "TopologyError",
+    "available_topologies",
+    "busy_ps",
+    "check_coverage",
+    "functional_check",
+    "gemm_metrics",
+    "gemm_model",
+    "load_topology",
+    "roofline_tflops",
+    "run_gemm",
+    "simulate",
+    "simulate_reference",
+]

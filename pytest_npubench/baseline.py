@@ -1,0 +1,240 @@
+"""Baseline files: ``<baselines>/<bench>.json``, read strictly, merged, written atomically.
+
+The format is made to be reviewed in a diff: sorted keys, one object per config id, floats as
+Python's shortest round-trip repr, no timestamps. It carries a schema version and the
+fingerprint of what the numbers were measured on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_npubench.bench import Bench, is_real_number, json_params
+from pytest_npubench.compare import ConfigResult, relative_change
+
+SCHEMA_VERSION = 1
+
+
+class BaselineError(Exception):
+    """A baseline file that cannot be used: ``problem`` says what is wrong, ``advice`` the fix."""
+
+    def __init__(self, path: Path, problem: str, advice: str = "") -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+        self.advice = advice
+
+
+@dataclass
+class BaselineFile:
+    """The content of one baseline file."""
+
+    bench: str
+    fingerprint: str | None
+    meta: dict[str, Any] = field(default_factory=dict)
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def metrics(self, config_id: str) -> dict[str, float] | None:
+        """The baseline metric values of one config, or None if it has no entry."""
+        entry = self.entries.get(config_id)
+        return None if entry is None else dict(entry["metrics"])
+
+    def render(self) -> str:
+        """The file's text: stable, sorted, one trailing newline."""
+        data = {
+            "schema": SCHEMA_VERSION,
+            "bench": self.bench,
+            "fingerprint": self.fingerprint,
+            "meta": self.meta,
+            "configs": self.entries,
+        }
+        return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def load(path: Path) -> BaselineFile | None:
+    """Read a baseline file; None if it does not exist; BaselineError if it cannot be used."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(path, f"cannot be read ({exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            path, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    return _parse(path, data)
+
+
+def _parse(path: Path, data: object) -> BaselineFile:
+    if not isinstance(data, dict):
+        raise BaselineError(path, "must hold a JSON object at the top level")
+    schema = data.get("schema")
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+        raise BaselineError(path, f"has no valid schema version (got {schema!r}, expected 1)")
+    if schema > SCHEMA_VERSION:
+        raise BaselineError(
+            path,
+            f"has schema version {schema}, but this pytest-npubench reads schema "
+            f"{SCHEMA_VERSION} at most",
+            "upgrade pytest-npubench",
+        )
+    fingerprint = data.get("fingerprint")
+    if fingerprint is not None and not isinstance(fingerprint, str):
+        raise BaselineError(path, f"'fingerprint' must be a string, got {fingerprint!r}")
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise BaselineError(path, "'meta' must be an object")
+    configs = data.get("configs")
+    if not isinstance(configs, dict):
+        raise BaselineError(path, "'configs' must be an object of config id to entry")
+    for cid, entry in configs.items():
+        _check_entry(path, cid, entry)
+    return BaselineFile(str(data.get("bench", "")), fingerprint, meta, configs)
+
+
+def _check_entry(path: Path, cid: str, entry: object) -> None:
+    metrics = entry.get("metrics") if isinstance(entry, dict) else None
+    if not isinstance(metrics, dict):
+        raise BaselineError(path, f"entry {cid!r} has no 'metrics' object")
+    for name, value in metrics.items():
+        if not is_real_number(value):
+            raise BaselineError(path, f"entry {cid!r}: metric {name!r} is not a number ({value!r})")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` all at once: temp file in the same folder, then rename.
+
+    A crash at any point leaves either the old file or the new one, never a mix.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, _file_mode(path))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _file_mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+@dataclass
+class RegenReport:
+    """What a regen did to one baseline file, for the terminal."""
+
+    path: Path
+    added: list[str] = field(default_factory=list)
+    changed: dict[str, list[tuple[str, float | None, float]]] = field(default_factory=dict)
+    unchanged: list[str] = field(default_factory=list)
+    not_updated: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    fingerprint_changed: bool = False
+    old_fingerprint: str | None = None
+    replaced_corrupt: str = ""
+    written: bool = False
+
+
+def merge(
+    bench: Bench,
+    old: BaselineFile | None,
+    results: Iterable[ConfigResult],
+    *,
+    fingerprint: str,
+    meta: Mapping[str, Any],
+    prune: bool,
+    report: RegenReport,
+) -> BaselineFile:
+    """The new baseline file: this run's results over the old entries.
+
+    Entries not run are kept; entries of configs the bench no longer has are kept unless
+    ``prune``; if the fingerprint changed, entries not re-measured are dropped (they were
+    measured on something else).
+    """
+    entries: dict[str, dict[str, Any]] = {}
+    if old is not None and old.fingerprint != fingerprint:
+        report.fingerprint_changed = True
+        report.old_fingerprint = old.fingerprint
+    elif old is not None:
+        entries = dict(old.entries)
+    ran: set[str] = set()
+    for result in results:
+        if result.source != "run" or result.verdict in ("error", "failed-check"):
+            if result.source == "run":
+                report.not_updated.append(result.config_id)
+            continue
+        ran.add(result.config_id)
+        _record(report, result.config_id, entries.get(result.config_id), result.metrics)
+        entries[result.config_id] = {
+            "metrics": dict(result.metrics),
+            "params": json_params(result.params),
+        }
+    _sort_out_unrun(bench, old, entries, ran, prune, report)
+    return BaselineFile(bench.name, fingerprint, json.loads(json.dumps(dict(meta))), entries)
+
+
+def _record(
+    report: RegenReport, cid: str, old_entry: Mapping[str, Any] | None, new: Mapping[str, float]
+) -> None:
+    if old_entry is None:
+        report.added.append(cid)
+        return
+    old = old_entry["metrics"]
+    deltas = [
+        (name, relative_change(old[name], value) if name in old else None, value)
+        for name, value in new.items()
+        if old.get(name) != value
+    ]
+    if deltas or set(old) != set(new):
+        report.changed[cid] = deltas
+    else:
+        report.unchanged.append(cid)
+
+
+def _sort_out_unrun(
+    bench: Bench,
+    old: BaselineFile | None,
+    entries: dict[str, dict[str, Any]],
+    ran: set[str],
+    prune: bool,
+    report: RegenReport,
+) -> None:
+    if old is None:
+        return
+    for cid in sorted(old.entries):
+        if cid in ran:
+            continue
+        if report.fingerprint_changed:
+            report.dropped.append(cid)
+        elif bench.has_config(cid):
+            report.kept.append(cid)
+        elif prune:
+            entries.pop(cid, None)
+            report.pruned.append(cid)
+        else:
+            entries[cid] = old.entries[cid]
+            report.stale.append(cid)

@@ -1,0 +1,269 @@
+"""The bench API: what a bench module declares, validated eagerly in the constructors.
+
+A bench is a name, a sweep (the cartesian product of named parameter lists), a run function
+that turns one point of the sweep into a :class:`Result`, and the :class:`Metric` spec of what
+the result measures. This module knows nothing of pytest: it is plain data plus validation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from pytest_npubench.compare import ConfigResult
+
+Params = dict[str, Any]
+Direction = Literal["lower", "higher"]
+FiguresFn = Callable[[dict[str, "ConfigResult"], Path], Sequence[Path]]
+
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+RESERVED_NAMES = frozenset({"all"})
+
+
+class ResultError(Exception):
+    """A run function returned something that is not a valid :class:`Result` for its bench."""
+
+
+def is_real_number(value: object) -> bool:
+    """True for finite ints and floats (numpy scalars included), False for bool, NaN and inf."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    return math.isfinite(float(value))
+
+
+@dataclass(frozen=True)
+class Metric:
+    """What one metric means: its unit, which direction is better, and how much change is noise.
+
+    ``tolerance`` is relative: ``0.001`` lets the metric move by 0.1 % of its baseline value.
+    A metric with ``gate=False`` is recorded and reported but never fails an item.
+    """
+
+    unit: str
+    direction: Direction
+    tolerance: float = 0.0
+    gate: bool = True
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("lower", "higher"):
+            raise ValueError(
+                f"Metric direction {self.direction!r} is invalid; use 'lower' or 'higher' "
+                "(which way is better)"
+            )
+        if not is_real_number(self.tolerance) or self.tolerance < 0:
+            raise ValueError(
+                f"Metric tolerance {self.tolerance!r} is invalid; use a relative tolerance >= 0 "
+                "(0.001 = 0.1 %)"
+            )
+        if not isinstance(self.unit, str):
+            raise TypeError(f"Metric unit must be a string, got {self.unit!r}")
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one run of one config produced: its metrics and the outcome of its functional check."""
+
+    metrics: Mapping[str, float]
+    ok: bool = True
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """One point of a bench's sweep: its id, its params as given in the sweep, its regen flag."""
+
+    config_id: str
+    params: Mapping[str, Any]
+    regen_only: bool
+
+
+def _default_config_id(params: Params) -> str:
+    return "-".join(str(v) for v in params.values())
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Bench:
+    """A parameter sweep of one kernel; each config becomes one pytest item.
+
+    Every argument is checked here, and the whole sweep is expanded here, so a bad bench fails
+    when its module is imported, at the line that builds it.
+    """
+
+    name: str
+    sweep: Mapping[str, Sequence[Any]]
+    run: Callable[[Params], Result]
+    metrics: Mapping[str, Metric]
+    fingerprint: Callable[[], str]
+    config_id: Callable[[Params], str] | None = None
+    exclude: Callable[[Params], bool] | None = None
+    regen_only: Callable[[Params], bool] | None = None
+    figures: FiguresFn | None = None
+    meta: Callable[[], Mapping[str, Any]] | None = None
+    summary_metrics: Sequence[str] | None = None
+    _configs: tuple[BenchConfig, ...] = field(init=False, repr=False)
+    _by_id: dict[str, BenchConfig] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._check_name()
+        self._check_callables()
+        self._check_metrics()
+        configs = self._expand()
+        object.__setattr__(self, "_configs", configs)
+        object.__setattr__(self, "_by_id", {c.config_id: c for c in configs})
+
+    @property
+    def configs(self) -> tuple[BenchConfig, ...]:
+        """Every config of the sweep (excludes removed), in sweep order."""
+        return self._configs
+
+    def config(self, config_id: str) -> BenchConfig:
+        """The config with this id; KeyError naming the bench if there is none."""
+        try:
+            return self._by_id[config_id]
+        except KeyError:
+            raise KeyError(f"bench {self.name!r} has no config {config_id!r}") from None
+
+    def has_config(self, config_id: str) -> bool:
+        """True if the sweep (after excludes) produces this config id."""
+        return config_id in self._by_id
+
+    def check_result(self, config_id: str, result: object) -> dict[str, float]:
+        """Validate what ``run`` returned for one config; return its metrics as floats."""
+        where = f"bench {self.name!r}, config {config_id!r}"
+        if not isinstance(result, Result):
+            raise ResultError(
+                f"{where}: run returned {type(result).__name__}, expected pytest_npubench.Result"
+            )
+        if not isinstance(result.metrics, Mapping):
+            raise ResultError(f"{where}: Result.metrics must be a dict of metric name to number")
+        missing = [m for m in self.metrics if m not in result.metrics]
+        if missing:
+            raise ResultError(
+                f"{where}: metric {missing[0]!r} is declared in metrics= but missing from the "
+                f"Result (returned: {', '.join(map(str, result.metrics)) or 'none'})"
+            )
+        extra = [m for m in result.metrics if m not in self.metrics]
+        if extra:
+            raise ResultError(
+                f"{where}: metric {extra[0]!r} is in the Result but not declared in metrics= "
+                f"(declared: {', '.join(self.metrics)}); declare it with a Metric(...)"
+            )
+        values: dict[str, float] = {}
+        for name in self.metrics:
+            value = result.metrics[name]
+            if not is_real_number(value):
+                raise ResultError(
+                    f"{where}: metric {name!r} is {value!r} ({type(value).__name__}); metric "
+                    "values must be finite real numbers (int or float; not bool, NaN or inf)"
+                )
+            values[name] = float(value)
+        return values
+
+    def _check_name(self) -> None:
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+            raise ValueError(
+                f"Bench name {self.name!r} is invalid; use letters, digits, '_', '-' and '.' "
+                "(it names the baseline file and the test items)"
+            )
+        if self.name in RESERVED_NAMES:
+            raise ValueError(f"Bench name {self.name!r} is reserved (--npubench all)")
+
+    def _check_callables(self) -> None:
+        for arg in ("run", "fingerprint"):
+            if not callable(getattr(self, arg)):
+                raise TypeError(f"bench {self.name!r}: {arg}= must be callable")
+        for arg in ("config_id", "exclude", "regen_only", "figures", "meta"):
+            value = getattr(self, arg)
+            if value is not None and not callable(value):
+                raise TypeError(f"bench {self.name!r}: {arg}= must be callable or None")
+
+    def _check_metrics(self) -> None:
+        if not isinstance(self.metrics, Mapping) or not self.metrics:
+            raise ValueError(f"bench {self.name!r}: metrics= must declare at least one Metric")
+        for name, metric in self.metrics.items():
+            if not isinstance(name, str) or not isinstance(metric, Metric):
+                raise TypeError(
+                    f"bench {self.name!r}: metrics= must map names to Metric(...), "
+                    f"got {name!r}: {metric!r}"
+                )
+        for name in self.summary_metrics or ():
+            if name not in self.metrics:
+                raise ValueError(
+                    f"bench {self.name!r}: summary metric {name!r} is not declared in metrics="
+                )
+
+    def _sweep_axes(self) -> list[tuple[str, Sequence[Any]]]:
+        if not isinstance(self.sweep, Mapping) or not self.sweep:
+            raise ValueError(
+                f"bench {self.name!r}: the sweep is empty; give at least one parameter "
+                "with a list of values, e.g. sweep={'size': [1024, 4096]}"
+            )
+        axes = []
+        for param, values in self.sweep.items():
+            if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+                raise TypeError(
+                    f"bench {self.name!r}: sweep parameter {param!r} must be a list of values, "
+                    f"got {values!r}"
+                )
+            if len(values) == 0:
+                raise ValueError(f"bench {self.name!r}: sweep parameter {param!r} has no values")
+            axes.append((param, values))
+        return axes
+
+    def _expand(self) -> tuple[BenchConfig, ...]:
+        axes = self._sweep_axes()
+        names = [param for param, _ in axes]
+        make_id = self.config_id or _default_config_id
+        configs: list[BenchConfig] = []
+        seen: dict[str, Params] = {}
+        for point in itertools.product(*(values for _, values in axes)):
+            params = dict(zip(names, point, strict=True))
+            if self.exclude is not None and self.exclude(dict(params)):
+                continue
+            cid = make_id(dict(params))
+            self._check_config_id(cid, params, seen)
+            seen[cid] = params
+            regen = bool(self.regen_only(dict(params))) if self.regen_only else False
+            configs.append(BenchConfig(cid, params, regen))
+        if not configs:
+            raise ValueError(f"bench {self.name!r}: exclude= removes every config of the sweep")
+        return tuple(configs)
+
+    def _check_config_id(self, cid: object, params: Params, seen: dict[str, Params]) -> None:
+        if not isinstance(cid, str) or not cid or "\n" in cid or "::" in cid:
+            raise ValueError(
+                f"bench {self.name!r}: config_id returned {cid!r} for {params!r}; "
+                "a config id is a non-empty one-line string without '::'"
+            )
+        if cid in seen:
+            raise ValueError(
+                f"bench {self.name!r}: config ids must be unique, but {cid!r} is the id of both "
+                f"{seen[cid]!r} and {params!r}; pass config_id= to tell them apart"
+            )
+
+
+def json_value(value: Any) -> Any:
+    """A JSON-friendly copy of a parameter value: tuples become lists, unknown objects strings."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return str(value)
+
+
+def json_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The params of a config in JSON-friendly form (for baselines and results.json)."""
+    return {name: json_value(v) for name, v in params.items()}

@@ -1,0 +1,179 @@
+"""The pytest nodes of a bench: one collector per bench, one item per config."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_npubench.bench import Bench, BenchConfig, ResultError
+from pytest_npubench.compare import Comparison, ConfigResult, config_verdict
+from pytest_npubench.report import (
+    failure_message,
+    item_name,
+    missing_baseline_message,
+    regen_command,
+)
+
+if TYPE_CHECKING:
+    from pytest_npubench.session import NpubenchSession
+
+_PLUGIN_DIR = str(Path(__file__).parent) + os.sep
+
+
+class BenchFailure(Exception):
+    """An item failed its functional check or its gate; the message says why, without traceback."""
+
+
+class BenchCollector(pytest.Collector):
+    """All configs of one bench. Collecting it loads and checks the bench's baseline file."""
+
+    def __init__(self, *, bench: Bench, npubench: NpubenchSession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.bench = bench
+        self.npubench = npubench
+
+    def collect(self) -> list[pytest.Item]:
+        problem = self.npubench.baseline_problem(self.bench)
+        if problem:
+            raise self.CollectError(problem)
+        name = self.bench.name
+        return [
+            BenchItem.from_parent(self, name=item_name(name, c.config_id), bench_config=c)
+            for c in self.bench.configs
+        ]
+
+
+class BenchItem(pytest.Item):
+    """One config of a bench: runs it, checks it, compares it with its baseline entry."""
+
+    def __init__(self, *, bench_config: BenchConfig, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.bench_config = bench_config
+        self.add_marker("npubench")
+        if bench_config.regen_only:
+            self.add_marker("regen")
+            if not self.npubench.regen:
+                self._skip_reusing_baseline()
+
+    def _skip_reusing_baseline(self) -> None:
+        baseline = self.npubench.baseline_metrics(self.bench, self.bench_config.config_id)
+        if baseline is None:
+            verdict = "missing-baseline"
+            reason = "regen-only: no baseline entry to reuse; create it with: " + regen_command(
+                self.bench.name, self.bench_config.config_id
+            )
+        else:
+            verdict, reason = "reused-baseline", "regen-only: reusing baseline"
+        self._record(self._result(metrics=baseline or {}, verdict=verdict, source="baseline"))
+        self.add_marker(pytest.mark.skip(reason=reason))
+
+    @property
+    def bench(self) -> Bench:
+        """The bench this config belongs to."""
+        assert isinstance(self.parent, BenchCollector)
+        return self.parent.bench
+
+    @property
+    def npubench(self) -> NpubenchSession:
+        """The session state of the plugin (options, baselines)."""
+        assert isinstance(self.parent, BenchCollector)
+        return self.parent.npubench
+
+    def runtest(self) -> None:
+        """Run the config (or reuse its baseline), record the result, then judge it."""
+        result = self._evaluate()
+        self._record(result)
+        self._judge(result)
+
+    def _result(self, **fields: Any) -> ConfigResult:
+        cfg = self.bench_config
+        fields.setdefault("baseline", self.npubench.baseline_metrics(self.bench, cfg.config_id))
+        return ConfigResult(
+            bench=self.bench.name, config_id=cfg.config_id, params=cfg.params, **fields
+        )
+
+    def _evaluate(self) -> ConfigResult:
+        bench, cfg = self.bench, self.bench_config
+        baseline = self.npubench.baseline_metrics(bench, cfg.config_id)
+        try:
+            raw = bench.run(dict(cfg.params))
+        except Exception as exc:
+            self._record(self._result(metrics={}, verdict="error", source="run", message=repr(exc)))
+            raise
+        try:
+            metrics = bench.check_result(cfg.config_id, raw)
+        except ResultError as exc:
+            self._record(self._result(metrics={}, verdict="error", source="run", message=str(exc)))
+            raise BenchFailure(str(exc)) from None
+        comparisons = self._compare(baseline or {}, metrics)
+        verdict = config_verdict(bench, baseline, comparisons)
+        if not getattr(raw, "ok", True):
+            verdict = "failed-check"
+        message = str(getattr(raw, "message", ""))
+        return self._result(
+            metrics=metrics, verdict=verdict, source="run", message=message, comparisons=comparisons
+        )
+
+    def _compare(
+        self, baseline: dict[str, float], metrics: dict[str, float]
+    ) -> dict[str, Comparison]:
+        comparisons: dict[str, Comparison] = {}
+        for name, current in metrics.items():
+            if name not in baseline:
+                continue
+            comparison = self.ihook.pytest_npubench_compare(
+                config=self.config,
+                bench=self.bench,
+                config_id=self.bench_config.config_id,
+                name=name,
+                metric=self.bench.metrics[name],
+                baseline=baseline[name],
+                current=current,
+            )
+            if not isinstance(comparison, Comparison):
+                raise BenchFailure(
+                    f"pytest_npubench_compare returned {comparison!r} for metric {name!r}; "
+                    "an implementation must return a Comparison or None"
+                )
+            comparisons[name] = comparison
+        return comparisons
+
+    def _record(self, result: ConfigResult) -> None:
+        self.user_properties.append(("npubench", result.to_payload()))
+        self.user_properties.extend((f"npubench.{k}", v) for k, v in result.metrics.items())
+
+    def _judge(self, result: ConfigResult) -> None:
+        bench, state = self.bench, self.npubench
+        where = state.relpath(state.baseline_path(bench))
+        if result.verdict == "failed-check":
+            raise BenchFailure(f"{self.name}: functional check failed: {result.message}")
+        if state.regen:
+            return
+        if result.verdict == "new":
+            raise BenchFailure(missing_baseline_message(bench, result, where))
+        if result.verdict == "regression" or (result.verdict == "improved" and state.strict):
+            raise BenchFailure(failure_message(bench, result, where, state.strict))
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> Any:
+        """Our own failures are their message; a bench's exception keeps its traceback."""
+        if isinstance(excinfo.value, BenchFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+        def outside_plugin(entry: Any) -> bool:
+            return not str(entry.path).startswith(_PLUGIN_DIR)
+
+        traceback = excinfo.traceback.filter(excinfo)
+        return traceback.filter(outside_plugin) or traceback
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Where the bench is defined, for the terminal and junitxml."""
+        return self.path, 0, self.name

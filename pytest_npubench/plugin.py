@@ -1,0 +1,119 @@
+"""The pytest entry point: the ``npubench`` option group, ini settings, markers and hooks.
+
+Registered through the ``pytest11`` entry point. Without ``--npubench`` or
+``--regen-baselines`` it only adds its options; with them it registers a
+:class:`~pytest_npubench.session.NpubenchSession` that does the work.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_npubench import hookspecs
+from pytest_npubench.session import STATE_KEY, NpubenchSession
+
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+
+
+def parse_bench_names(value: str) -> tuple[str, ...]:
+    """``--npubench`` value: comma-separated bench names, or ``all``."""
+    names = tuple(name.strip() for name in value.split(","))
+    bad = [name for name in names if not _NAME.match(name)]
+    if bad:
+        raise pytest.UsageError(
+            f"--npubench {value!r}: {bad[0]!r} is not a bench name; give bench names separated "
+            "by commas (--npubench gemm,ccl) or --npubench all"
+        )
+    return ("all",) if "all" in names else names
+
+
+def parse_artifacts_dir(value: str) -> Path:
+    """``--npubench-artifacts`` value: a folder (created if missing)."""
+    path = Path(value)
+    if not value.strip() or (path.exists() and not path.is_dir()):
+        raise pytest.UsageError(
+            f"--npubench-artifacts {value!r}: give a folder to write results.json, "
+            "summary.md and figures into (default: npubench-artifacts)"
+        )
+    return path.absolute()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Register the ``pytest_npubench_*`` hookspecs."""
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """One option group (``npubench``) and two ini settings."""
+    group = parser.getgroup("npubench", "pytest-npubench: performance benches and baselines")
+    group.addoption(
+        "--npubench",
+        dest="npubench",
+        metavar="NAME[,NAME...]|all",
+        type=parse_bench_names,
+        default=None,
+        help="run these benches (one test per config) and deselect every other test",
+    )
+    group.addoption(
+        "--regen-baselines",
+        dest="npubench_regen",
+        action="store_true",
+        default=False,
+        help="also run regen-only configs and rewrite the baselines of the selected configs; "
+        "without --npubench: every bench",
+    )
+    group.addoption(
+        "--npubench-strict",
+        dest="npubench_strict",
+        action="store_true",
+        default=False,
+        help="fail on any change beyond tolerance, improvements too",
+    )
+    group.addoption(
+        "--npubench-prune",
+        dest="npubench_prune",
+        action="store_true",
+        default=False,
+        help="with --regen-baselines: drop baseline entries of configs the bench no longer has",
+    )
+    group.addoption(
+        "--npubench-artifacts",
+        dest="npubench_artifacts",
+        metavar="DIR",
+        type=parse_artifacts_dir,
+        default=None,
+        help="folder for results.json, summary.md and <bench>/*.png "
+        "(default: npubench-artifacts in the rootdir)",
+    )
+    parser.addini(
+        "npubench_paths",
+        type="paths",
+        default=[],
+        help="files or folders of bench modules (default: benches)",
+    )
+    parser.addini(
+        "npubench_baselines",
+        default="baselines",
+        help="folder of the baseline files <bench>.json (default: baselines)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the markers; start the session state when benches are asked for."""
+    config.addinivalue_line("markers", "npubench: a config of a pytest-npubench bench")
+    config.addinivalue_line(
+        "markers", "regen: a heavy bench config that runs only under --regen-baselines"
+    )
+    option = config.option
+    if option.npubench_prune and not option.npubench_regen:
+        raise pytest.UsageError(
+            "--npubench-prune only applies to a baseline rewrite; add --regen-baselines"
+        )
+    if option.npubench is None and not option.npubench_regen:
+        return
+    state = NpubenchSession(config)
+    config.stash[STATE_KEY] = state
+    config.pluginmanager.register(state, "npubench-session")

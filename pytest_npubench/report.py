@@ -1,0 +1,209 @@
+"""Text for people: failure tables, the terminal summary, summary.md, the regen report."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pytest_npubench.baseline import RegenReport
+from pytest_npubench.bench import Bench
+from pytest_npubench.compare import ConfigResult, verdict_rank
+
+_K_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.[]+:/")
+
+
+def number(value: float | None) -> str:
+    """A compact, readable number (6 significant digits)."""
+    return "-" if value is None else f"{value:.6g}"
+
+
+def percent(change: float | None) -> str:
+    """A signed percentage; 'inf' for a change from zero."""
+    return "inf" if change is None else f"{change * 100:+.2f}%"
+
+
+def item_name(bench: str, config_id: str) -> str:
+    """The pytest item name of a config: ``bench[config_id]``."""
+    return f"{bench}[{config_id}]"
+
+
+def regen_command(bench: str, config_id: str | None = None) -> str:
+    """The command that (re)writes the baseline of a bench, or of one config of it."""
+    command = f"pytest --npubench {bench} --regen-baselines"
+    name = item_name(bench, config_id) if config_id is not None else ""
+    if config_id is not None and set(name) <= _K_SAFE:
+        command += f" -k {shlex.quote(name)}"
+    return command
+
+
+def table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    """Left-aligned columns, two spaces apart."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        (indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))).rstrip()
+        for row in rows
+    ]
+
+
+def metric_rows(bench: Bench, result: ConfigResult, names: Sequence[str]) -> list[list[str]]:
+    """One row per metric: metric, baseline, current, change, tolerance, verdict."""
+    rows = [["metric", "baseline", "current", "change", "tolerance", "verdict"]]
+    baseline = result.baseline or {}
+    for name in names:
+        comparison = result.comparisons.get(name)
+        rows.append(
+            [
+                name,
+                number(baseline.get(name)),
+                number(result.metrics.get(name)),
+                percent(comparison.change) if comparison else "-",
+                f"{bench.metrics[name].tolerance * 100:.2f}%",
+                comparison.verdict if comparison else "new",
+            ]
+        )
+    return rows
+
+
+def failure_message(bench: Bench, result: ConfigResult, baseline_path: str, strict: bool) -> str:
+    """Why an item failed its gate, as a small table and the command that accepts the change."""
+    name = item_name(bench.name, result.config_id)
+    bad = ("regression", "improved") if strict else ("regression",)
+    failing = [n for n, c in result.comparisons.items() if c.verdict in bad]
+    what = "changed" if strict else "got worse"
+    lines = [
+        f"{name}: {len(failing)} metric(s) {what} beyond tolerance (baseline: {baseline_path})",
+        *table(metric_rows(bench, result, failing)),
+        f"if the change is intended, accept it with: {regen_command(bench.name, result.config_id)}",
+    ]
+    return "\n".join(lines)
+
+
+def missing_baseline_message(bench: Bench, result: ConfigResult, baseline_path: str) -> str:
+    """Why a config without a baseline entry fails, with the command that creates it."""
+    name = item_name(bench.name, result.config_id)
+    missing = [
+        m for m, spec in bench.metrics.items() if spec.gate and m not in (result.baseline or {})
+    ]
+    what = "no entry" if result.baseline is None else f"no value of {', '.join(missing)}"
+    return (
+        f"{name}: {baseline_path} has {what} for this config; create it with:\n"
+        f"  {regen_command(bench.name, result.config_id)}"
+    )
+
+
+def summary_columns(bench: Bench) -> list[str]:
+    """The metrics a bench's summary table shows: its summary_metrics, else its first three."""
+    return list(bench.summary_metrics or list(bench.metrics)[:3])
+
+
+def ordered(results: Mapping[str, ConfigResult]) -> list[ConfigResult]:
+    """Results worst first; within a verdict, in sweep order."""
+    listed = list(results.values())
+    return sorted(listed, key=lambda r: (verdict_rank(r.verdict), listed.index(r)))
+
+
+def bench_table(bench: Bench, results: Mapping[str, ConfigResult]) -> list[str]:
+    """The terminal table of one bench: one line per config, key metrics and their changes."""
+    columns = summary_columns(bench)
+    rows = [["verdict", "config", *(f"{c} [{bench.metrics[c].unit}]" for c in columns)]]
+    for result in ordered(results):
+        cells = []
+        for name in columns:
+            value = number(result.metrics.get(name))
+            comparison = result.comparisons.get(name)
+            if comparison is not None and comparison.change != 0.0:
+                value += f" ({percent(comparison.change)})"
+            cells.append(value)
+        rows.append([result.verdict, result.config_id, *cells])
+    return table(rows)
+
+
+def regen_lines(report: RegenReport, relpath: str, verbose: bool) -> list[str]:
+    """What a regen did to one baseline file."""
+    head = f"wrote {relpath}" if report.written else f"{relpath}: unchanged"
+    counts = f"{len(report.added)} added, {len(report.changed)} changed, "
+    counts += f"{len(report.unchanged)} unchanged"
+    lines = [f"{head}: {counts}"]
+    if report.replaced_corrupt:
+        lines.append(f"  replaced the unreadable file ({report.replaced_corrupt})")
+    if report.fingerprint_changed:
+        lines.append(f"  fingerprint changed (was {report.old_fingerprint})")
+    lines += _id_list("added", report.added)
+    for cid, deltas in report.changed.items():
+        text = ", ".join(f"{m} {percent(c)} -> {number(v)}" for m, c, v in deltas) or "keys"
+        lines.append(f"  changed    {cid}: {text}")
+    lines += _id_list("unchanged", report.unchanged if verbose else [], len(report.unchanged))
+    lines += _id_list("kept (not run)", report.kept if verbose else [], len(report.kept))
+    lines += _id_list("not updated (failed)", report.not_updated)
+    lines += _id_list("stale (no such config; kept, --npubench-prune drops)", report.stale)
+    lines += _id_list("pruned", report.pruned)
+    lines += _id_list("dropped (measured on the old fingerprint)", report.dropped)
+    return lines
+
+
+def _id_list(label: str, ids: Sequence[str], count: int = 0) -> list[str]:
+    if ids:
+        return [f"  {label}: {', '.join(ids)}"]
+    if count:
+        return [f"  {label}: {count} configs (-v lists them)"]
+    return []
+
+
+def summary_markdown(
+    benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
+    problems: Sequence[str],
+) -> str:
+    """summary.md: counts per bench, then regressions, improvements and new configs."""
+    lines = ["# npubench summary", ""]
+    lines += ["| bench | configs | verdicts |", "|---|---|---|"]
+    for bench, results, _ in benches:
+        counts: dict[str, int] = {}
+        for r in ordered(results):
+            counts[r.verdict] = counts.get(r.verdict, 0) + 1
+        verdicts = ", ".join(f"{n} {v}" for v, n in counts.items())
+        lines.append(f"| {bench.name} | {len(results)} | {verdicts} |")
+    lines += ["", *_notable_markdown(benches)]
+    for bench, _, figures in benches:
+        if figures:
+            links = ", ".join(f"[{p.name}]({p.as_posix()})" for p in figures)
+            lines.append(f"Figures of {bench.name}: {links}")
+    if problems:
+        lines += ["", "## Errors", "", *(f"- {p}" for p in problems)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _notable_markdown(
+    benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
+) -> list[str]:
+    rows = [
+        "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
+        for bench, results, _ in benches
+        for result in ordered(results)
+        if result.verdict not in ("pass", "reused-baseline")
+        for row in _notable_rows(bench, result)
+    ]
+    if not rows:
+        return ["No regressions, improvements or new configs.", ""]
+    return [
+        "## Regressions, improvements and new configs",
+        "",
+        "| bench | config | verdict | metric | baseline | current | change | tolerance | note |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
+def _notable_rows(bench: Bench, result: ConfigResult) -> list[list[str]]:
+    notable = [n for n, c in result.comparisons.items() if c.verdict != "pass"]
+    if result.verdict == "improved":
+        note = "run --regen-baselines to accept"
+    elif result.verdict == "new":
+        note = f"`{regen_command(bench.name, result.config_id)}`"
+    else:
+        note = (result.message.splitlines() or [""])[0]
+    base = [bench.name, f"`{result.config_id}`", result.verdict]
+    if not notable:
+        return [[*base, "", "", "", "", "", note]]
+    return [[*base, *row[:5], note] for row in metric_rows(bench, result, notable)[1:]]

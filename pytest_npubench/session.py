@@ -1,0 +1,414 @@
+"""The plugin's state for one pytest session: benches, baselines, gathered results, outputs.
+
+One instance lives in every process (controller and xdist workers). Workers collect and run
+items; only the controller gathers results (from ``report.user_properties``) and writes files.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_npubench import artifacts
+from pytest_npubench.baseline import BaselineError, BaselineFile, RegenReport, load, merge
+from pytest_npubench.baseline import write_atomic as write_baseline
+from pytest_npubench.bench import Bench
+from pytest_npubench.compare import Comparison, ConfigResult, compare_metric
+from pytest_npubench.discover import BenchImportError, discover
+from pytest_npubench.item import BenchCollector, BenchItem
+from pytest_npubench.report import bench_table, item_name, percent, regen_command, regen_lines
+
+STATE_KEY = pytest.StashKey["NpubenchSession"]()
+
+
+class NpubenchSession:
+    """Selected benches, their baselines and results; the plugin's default hook implementations."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        option = config.option
+        self.names: tuple[str, ...] | None = option.npubench
+        self.regen: bool = option.npubench_regen
+        self.strict: bool = option.npubench_strict
+        self.prune: bool = option.npubench_prune
+        self.is_worker = hasattr(config, "workerinput")
+        self.bench_paths = _bench_paths(config)
+        self.baselines_dir = _ini_dir(config, str(config.getini("npubench_baselines")))
+        self.artifacts_dir: Path = option.npubench_artifacts or (
+            config.rootpath / "npubench-artifacts"
+        )
+        self.benches: list[Bench] = []
+        self.sources: dict[str, Path] = {}
+        self.results: dict[str, dict[str, ConfigResult]] = {}
+        self.regen_reports: list[RegenReport] = []
+        self.problems: list[tuple[str, str]] = []
+        self.artifact_files: list[Path] = []
+        self._baselines: dict[str, BaselineFile | None] = {}
+        self._baseline_errors: dict[str, BaselineError] = {}
+
+    # -- paths ------------------------------------------------------------------------------
+
+    def baseline_path(self, bench: Bench) -> Path:
+        """``<npubench_baselines>/<bench>.json``."""
+        return self.baselines_dir / f"{bench.name}.json"
+
+    def relpath(self, path: Path) -> str:
+        """A path relative to the rootdir when it is inside it (for messages and node ids)."""
+        try:
+            return path.resolve().relative_to(self.config.rootpath.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    # -- finding and selecting benches -------------------------------------------------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Find every bench, select those of --npubench; bad names and modules are usage errors."""
+        found: list[Bench] = []
+        for group in self.config.hook.pytest_npubench_add_benches(config=self.config):
+            for bench in group:
+                if not isinstance(bench, Bench):
+                    raise pytest.UsageError(
+                        f"pytest_npubench_add_benches returned {bench!r}; it must return a "
+                        "list of pytest_npubench.Bench"
+                    )
+                if all(bench is not b for b in found):
+                    found.append(bench)
+        self._check_unique(found)
+        self.benches = self._select(found)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_npubench_add_benches(self, config: pytest.Config) -> list[Bench]:
+        """The default: every module-level Bench of the modules in ``npubench_paths``."""
+        try:
+            found = discover(self.bench_paths, config.rootpath)
+        except BenchImportError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        for bench, path in found:
+            self.sources.setdefault(bench.name, path)
+        return [bench for bench, _ in found]
+
+    def _check_unique(self, benches: Sequence[Bench]) -> None:
+        seen: dict[str, Bench] = {}
+        for bench in benches:
+            if bench.name in seen:
+                where = [self._source_text(b) for b in (seen[bench.name], bench)]
+                raise pytest.UsageError(
+                    f"two benches are named {bench.name!r} ({where[0]} and {where[1]}); "
+                    "bench names must be unique"
+                )
+            seen[bench.name] = bench
+
+    def _source_text(self, bench: Bench) -> str:
+        source = self.source(bench)
+        return self.relpath(source) if source else "a pytest_npubench_add_benches hook"
+
+    def source(self, bench: Bench) -> Path | None:
+        """The file that defines a bench: its bench module, else the module of its run function."""
+        if bench.name in self.sources:
+            return self.sources[bench.name]
+        try:
+            name = inspect.getsourcefile(bench.run)
+        except TypeError:
+            return None
+        return Path(name) if name else None
+
+    def _select(self, benches: Sequence[Bench]) -> list[Bench]:
+        if self.names is None or "all" in self.names:
+            if not benches:
+                raise pytest.UsageError(self._none_found())
+            return list(benches)
+        known = {b.name: b for b in benches}
+        for name in self.names:
+            if name not in known:
+                listed = ", ".join(sorted(known)) or "none"
+                raise pytest.UsageError(
+                    f"--npubench: unknown bench {name!r}; known benches: {listed} "
+                    f"(found in {self._paths_text()} and pytest_npubench_add_benches hooks)"
+                )
+        return [b for b in benches if b.name in self.names]
+
+    def _paths_text(self) -> str:
+        return ", ".join(self.relpath(p) for p in self.bench_paths) or "no paths"
+
+    def _none_found(self) -> str:
+        return (
+            f"no benches found: no module-level pytest_npubench.Bench in {self._paths_text()} "
+            "(ini npubench_paths) and none added by a pytest_npubench_add_benches hook"
+        )
+
+    # -- collection ---------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """Replace the collected tests by the configs of the selected benches."""
+        bench_items: list[pytest.Item] = []
+        for bench in self.benches:
+            collector = self._collector(session, bench)
+            report = collector.ihook.pytest_make_collect_report(collector=collector)
+            # The report carries its CallInfo, which cannot travel to the xdist controller;
+            # pytest's own collect_one_node drops it the same way.
+            report.__dict__.pop("call", None)
+            collector.ihook.pytest_collectreport(report=report)
+            if report.passed:
+                bench_items.extend(i for i in report.result if isinstance(i, BenchItem))
+        others = [item for item in items if not isinstance(item, BenchItem)]
+        if others:
+            config.hook.pytest_deselected(items=others)
+        items[:] = bench_items
+
+    def _collector(self, session: pytest.Session, bench: Bench) -> BenchCollector:
+        source = self.source(bench)
+        relative = self.relpath(source) if source else ""
+        inside = source is not None and not Path(relative).is_absolute()
+        return BenchCollector.from_parent(
+            session,
+            name=bench.name,
+            path=source if inside else self.config.rootpath,
+            nodeid=relative if inside else bench.name,
+            bench=bench,
+            npubench=self,
+        )
+
+    # -- baselines ----------------------------------------------------------------------------
+
+    def baseline_file(self, bench: Bench) -> BaselineFile | None:
+        """The bench's baseline file (loaded once); None if missing or, under regen, unusable."""
+        if bench.name not in self._baselines:
+            try:
+                self._baselines[bench.name] = load(self.baseline_path(bench))
+            except BaselineError as exc:
+                self._baselines[bench.name] = None
+                self._baseline_errors[bench.name] = exc
+        return self._baselines[bench.name]
+
+    def baseline_metrics(self, bench: Bench, config_id: str) -> dict[str, float] | None:
+        """The baseline values of one config, or None."""
+        baseline = self.baseline_file(bench)
+        return None if baseline is None else baseline.metrics(config_id)
+
+    def baseline_problem(self, bench: Bench) -> str:
+        """Why the bench cannot be gated against its baseline file ('' if it can)."""
+        baseline = self.baseline_file(bench)
+        where = self.relpath(self.baseline_path(bench))
+        error = self._baseline_errors.get(bench.name)
+        if error is not None and (error.advice or not self.regen):
+            advice = error.advice or (
+                f"fix it, or rewrite it with: {regen_command(bench.name)} "
+                "(a regen replaces the whole file)"
+            )
+            return f"bench {bench.name!r}: {where} {error.problem}; {advice}"
+        if baseline is None or self.regen:
+            return ""
+        current = bench.fingerprint()
+        if baseline.fingerprint != current:
+            return (
+                f"bench {bench.name!r}: baselines were measured on {baseline.fingerprint!r}; "
+                f"this run uses {current!r}; run {regen_command(bench.name)} "
+                f"to re-measure them ({where})"
+            )
+        return ""
+
+    # -- default hook implementations ------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_npubench_compare(self, metric: Any, baseline: float, current: float) -> Comparison:
+        """The default comparison: relative tolerance in the metric's direction."""
+        return compare_metric(metric, baseline, current)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_npubench_figures(
+        self, bench: Bench, results: Mapping[str, ConfigResult], outdir: Path
+    ) -> list[Path]:
+        """The default: the bench's own figures function."""
+        if bench.figures is None:
+            return []
+        return list(bench.figures(dict(results), outdir))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_npubench_result(self, bench: Bench, result: ConfigResult) -> None:
+        """The default: keep the result for the summaries and the files written at the end."""
+        self.results.setdefault(bench.name, {})[result.config_id] = result
+
+    # -- gathering results (controller) ------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Rebuild each config's result from its report and hand it to the observers."""
+        if self.is_worker or not (report.when == "call" or report.skipped):
+            return
+        for key, payload in report.user_properties:
+            if key == "npubench" and isinstance(payload, str):
+                benches = {b.name: b for b in self.benches}
+                bench = benches[json.loads(payload)["bench"]]
+                result = ConfigResult.from_payload(payload, bench)
+                self.config.hook.pytest_npubench_result(
+                    config=self.config, bench=bench, result=result
+                )
+
+    def ordered_results(self, bench: Bench) -> dict[str, ConfigResult]:
+        """A bench's results in sweep order (xdist delivers them in completion order)."""
+        results = self.results.get(bench.name, {})
+        return {c.config_id: results[c.config_id] for c in bench.configs if c.config_id in results}
+
+    # -- writing files (controller) ----------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Write baselines (regen only), then figures, results.json and summary.md."""
+        if self.is_worker or not self.results:
+            return
+        if self.regen and exitstatus != pytest.ExitCode.INTERRUPTED:
+            for bench in self.benches:
+                self._regen(bench)
+        self._write_artifacts()
+        if self.problems and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _regen(self, bench: Bench) -> None:
+        results = self.ordered_results(bench)
+        if not results:
+            return
+        path = self.baseline_path(bench)
+        where = self.relpath(path)
+        report = RegenReport(path)
+        try:
+            old = load(path)
+        except BaselineError as exc:
+            if exc.advice:
+                self._problem(f"{where} {exc.problem}; {exc.advice}; not written")
+                return
+            old, report.replaced_corrupt = None, exc.problem
+        try:
+            new = merge(
+                bench,
+                old,
+                results.values(),
+                fingerprint=bench.fingerprint(),
+                meta=bench.meta() if bench.meta else {},
+                prune=self.prune,
+                report=report,
+            )
+            text = new.render()
+        except Exception as exc:
+            self._problem(f"bench {bench.name!r}: cannot make {where}: {exc!r}; not written", exc)
+            return
+        if old is None or report.replaced_corrupt or path.read_text(encoding="utf-8") != text:
+            try:
+                write_baseline(path, text)
+            except Exception as exc:
+                self._problem(
+                    f"could not write {where} ({exc!r}); the previous file is left as it was", exc
+                )
+                return
+            report.written = True
+        self.regen_reports.append(report)
+
+    def _write_artifacts(self) -> None:
+        root = self.artifacts_dir
+        entries = []
+        for bench in self.benches:
+            results = self.ordered_results(bench)
+            if results:
+                entries.append(
+                    artifacts.BenchArtifacts(
+                        bench,
+                        results,
+                        self._fingerprint(bench),
+                        self.relpath(self.baseline_path(bench)),
+                        self._draw(bench, results),
+                    )
+                )
+        try:
+            self.artifact_files = artifacts.write(root, entries, [p for p, _ in self.problems])
+        except OSError as exc:
+            self._problem(f"could not write the artifacts to {self.relpath(root)}: {exc!r}")
+
+    def _fingerprint(self, bench: Bench) -> str | None:
+        try:
+            return bench.fingerprint()
+        except Exception as exc:
+            self._problem(f"bench {bench.name!r}: fingerprint() raised {exc!r}", exc)
+            return None
+
+    def _draw(self, bench: Bench, results: Mapping[str, ConfigResult]) -> list[Path]:
+        inputs = artifacts.figure_inputs(results)
+        hook = self.config.hook.pytest_npubench_figures
+        if not inputs or (bench.figures is None and len(hook.get_hookimpls()) == 1):
+            return []
+        root = self.artifacts_dir
+        outdir = root / bench.name
+        try:
+            return artifacts.draw(
+                lambda: hook(config=self.config, bench=bench, results=inputs, outdir=outdir),
+                outdir,
+                root,
+                use_mpl=True,
+            )
+        except Exception as exc:
+            self._problem(f"figures of bench {bench.name!r} failed: {exc!r}", exc)
+            return []
+
+    def _problem(self, line: str, exc: BaseException | None = None) -> None:
+        detail = ""
+        if exc is not None:
+            info = pytest.ExceptionInfo.from_exception(exc)
+            detail = str(info.getrepr(style="short", chain=False))
+        self.problems.append((line, detail))
+
+    # -- terminal ---------------------------------------------------------------------------
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """Per bench a table (regressions first), then what regen wrote, artifacts and errors."""
+        if self.is_worker:
+            return
+        tr = terminalreporter
+        for bench in self.benches:
+            results = self.ordered_results(bench)
+            if results:
+                tr.write_sep("-", f"npubench: {bench.name}")
+                for line in bench_table(bench, results):
+                    tr.write_line(line)
+                self._improved_lines(tr, bench, results)
+        verbose = self.config.option.verbose > 0
+        for report in self.regen_reports:
+            tr.write_sep("-", "npubench: baselines")
+            for line in regen_lines(report, self.relpath(report.path), verbose):
+                tr.write_line(line)
+        if self.artifact_files:
+            tr.write_line(f"npubench: artifacts in {self.relpath(self.artifacts_dir)}/")
+        for line, detail in self.problems:
+            tr.write_sep("-", "npubench: error", red=True)
+            tr.write_line(f"ERROR {line}", red=True)
+            if detail:
+                tr.write_line(detail)
+
+    def _improved_lines(
+        self, tr: pytest.TerminalReporter, bench: Bench, results: Mapping[str, ConfigResult]
+    ) -> None:
+        if self.regen or self.strict:
+            return
+        for r in results.values():
+            if r.verdict == "improved":
+                better = [n for n, c in r.comparisons.items() if c.verdict == "improved"]
+                changes = ", ".join(f"{n} {percent(r.comparisons[n].change)}" for n in better)
+                tr.write_line(
+                    f"improved: run --regen-baselines to accept: "
+                    f"{item_name(bench.name, r.config_id)} ({changes})"
+                )
+
+
+def _bench_paths(config: pytest.Config) -> list[Path]:
+    paths = config.getini("npubench_paths")
+    if not paths:
+        return [config.rootpath / "benches"]
+    return [Path(p) for p in paths]
+
+
+def _ini_dir(config: pytest.Config, value: str) -> Path:
+    base = config.inipath.parent if config.inipath else config.rootpath
+    return base / value

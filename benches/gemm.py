@@ -1,0 +1,372 @@
+"""The GEMM bench: 8 shapes x 3 operand-staging variants gated, heavy shapes regen-only.
+
+``pytest --npubench gemm -n auto`` runs the gated sweep against ``baselines/gemm.json``
+and draws four figures into ``npubench-artifacts/gemm/``; ``--regen-baselines`` also
+runs the regen-only configs and rewrites the baseline file. Everything hardware comes
+from the topology file (``sim/topologies/npu-1h.yaml``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_npubench import Bench, ConfigResult, Metric, Result
+from sim import gemm_metrics, load_topology
+from sim.kernels.gemm import STAGES, VARIANTS, GemmShape, TilePlan, check_coverage
+from sim.kernels.gemm import functional_check as run_functional_check
+from sim.kernels.gemm import run_gemm as simulate_gemm
+from sim.model import roofline_tflops
+
+TOPOLOGY = load_topology(os.environ.get("NPUBENCH_TOPOLOGY", "npu-1h"))
+
+Shape = tuple[int, int, int]
+GATED: list[Shape] = [
+    (16, 32, 16),  # under-tile
+    (32, 64, 32),  # one tile
+    (64, 128, 64),
+    (128, 128, 128),
+    (256, 256, 256),
+    (128, 1024, 128),  # deep K
+    (1024, 64, 256),  # shallow K
+    (512, 512, 512),
+]
+REGEN_ONLY: list[Shape] = [
+    (1024, 1024, 1024),
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (8192, 1024, 8192),
+    (1, 4096, 4096),  # decode-like, tall-skinny
+    (8, 4096, 4096),
+    (32, 4096, 4096),
+    (24, 48, 40),  # not tile multiples
+    (100, 300, 200),
+]
+FUNCTIONAL_MAX_MACS = 1024**3
+ENGINE_OF = {"dma_in": ("dma0", "dma1"), "fetch": ("fetch",), "gemm": ("pe",), "dma_out": ("dma2",)}
+
+
+def _metric_spec() -> dict[str, Metric]:
+    info = {"gate": False}
+    spec = {
+        "latency_ns": Metric("ns", "lower", tolerance=0.001),
+        "composite_window_ns": Metric("ns", "lower", **info),
+        "pe_window_ns": Metric("ns", "lower", **info),
+        "tile_ops": Metric("1", "lower", **info),
+        "mac_util": Metric("1", "higher", **info),
+        "useful_eff": Metric("1", "higher", **info),
+        "hbm_read_bytes": Metric("B", "lower", **info),
+        "hbm_write_bytes": Metric("B", "lower", **info),
+        "hbm_bytes": Metric("B", "lower", **info),
+        "achieved_gbs": Metric("GB/s", "higher", **info),
+        "tflops": Metric("TFLOP/s", "higher", **info),
+        "arith_intensity_flop_per_byte": Metric("FLOP/B", "higher", **info),
+        "sram_bytes": Metric("B", "lower", **info),
+        "model_latency_ns": Metric("ns", "lower", **info),
+        "model_mac_util": Metric("1", "higher", **info),
+        "bound_compute_ns": Metric("ns", "lower", **info),
+        "bound_hbm_ns": Metric("ns", "lower", **info),
+        "bound_ns": Metric("ns", "lower", **info),
+        "model_hbm_bytes": Metric("B", "lower", **info),
+    }
+    for stage in STAGES:
+        for scope in (stage, *(f"{stage}.{e}" for e in ENGINE_OF[stage])):
+            spec[f"{scope}.busy_ns"] = Metric("ns", "lower", **info)
+            spec[f"{scope}.occupancy"] = Metric("1", "higher", **info)
+            spec[f"{scope}.records"] = Metric("1", "lower", **info)
+    return spec
+
+
+METRICS = _metric_spec()
+
+
+def config_id(params: dict[str, Any]) -> str:
+    m, k, n = params["shape"]
+    return f"{m}x{k}x{n}-{params['variant']}"
+
+
+def run(params: dict[str, Any]) -> Result:
+    """Simulate one config, check coverage (always) and the numbers (up to 1024^3)."""
+    shape = GemmShape(*params["shape"])
+    sim_run = simulate_gemm(shape, params["variant"], TOPOLOGY)
+    problems = []
+    try:
+        check_coverage(sim_run)
+    except AssertionError as exc:
+        problems.append(str(exc))
+    if shape.macs <= FUNCTIONAL_MAX_MACS:
+        wrong, total = run_functional_check(sim_run)
+        if wrong:
+            problems.append(f"functional check: {wrong} of {total} elements of C != A @ B")
+    metrics = {k: v for k, v in gemm_metrics(sim_run).items() if k in METRICS}
+    return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
+
+
+def meta() -> dict[str, Any]:
+    pe = TOPOLOGY.pe
+    return {
+        "topology": TOPOLOGY.name,
+        "topology_fingerprint": TOPOLOGY.fingerprint,
+        "tile_mkn": [pe.tile_m, pe.tile_k, pe.tile_n],
+        "bytes_per_element": TOPOLOGY.bpe,
+        "functional_check_max_macs": FUNCTIONAL_MAX_MACS,
+    }
+
+
+# --- figures ---------------------------------------------------------------------------------
+
+VARIANT_COLORS = {"load_ref": "#4c72b0", "double_buffer": "#dd8452", "resident": "#55a868"}
+STAGE_COLORS = {"dma_in": "#8172b3", "fetch": "#64b5cd", "gemm": "#c44e52", "dma_out": "#937860"}
+
+
+def _shape_label(shape: Shape) -> str:
+    label = "x".join(map(str, shape))
+    if TilePlan.of(GemmShape(*shape), TOPOLOGY).under_tile:
+        label += "\n(under-tile)"
+    return label
+
+
+def _by_shape(results: dict[str, ConfigResult]) -> dict[Shape, dict[str, ConfigResult]]:
+    grid: dict[Shape, dict[str, ConfigResult]] = {}
+    for res in results.values():
+        grid.setdefault(tuple(res.params["shape"]), {})[res.params["variant"]] = res
+    return dict(sorted(grid.items(), key=lambda kv: (kv[0][0] * kv[0][1] * kv[0][2], kv[0])))
+
+
+def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
+    """Stage breakdown, measured utilisation, theory vs measured, roofline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    grid = _by_shape(results)
+    outdir.mkdir(parents=True, exist_ok=True)
+    paths = [
+        _stage_breakdown(grid, outdir / "stage_breakdown.png"),
+        _mac_utilization(grid, outdir / "mac_utilization.png"),
+        _theory_vs_measured(grid, outdir / "theoretical_vs_measured.png"),
+        _roofline(grid, outdir / "roofline.png"),
+    ]
+    return paths
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
+def _source_note(grid: dict[Shape, dict[str, ConfigResult]]) -> str:
+    reused = sum(r.source == "baseline" for row in grid.values() for r in row.values())
+    total = sum(len(row) for row in grid.values())
+    note = f"{total} configs on {TOPOLOGY.fingerprint}"
+    if reused:
+        note += f"; {reused} regen-only configs drawn from baseline values"
+    return note
+
+
+def _stage_breakdown(grid: dict[Shape, dict[str, ConfigResult]], path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    shapes = list(grid)
+    cols = 4
+    rows = -(-len(shapes) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    width = 0.2
+    for ax, shape in zip(axes.flat, shapes, strict=False):
+        row = grid[shape]
+        variants = [v for v in VARIANTS if v in row]
+        for s_i, stage in enumerate(STAGES):
+            xs = [v_i + (s_i - 1.5) * width for v_i in range(len(variants))]
+            ys = [row[v].metrics[f"{stage}.busy_ns"] / 1000 for v in variants]
+            ax.bar(xs, ys, width, color=STAGE_COLORS[stage], label=stage)
+        for v_i, v in enumerate(variants):
+            window = row[v].metrics["composite_window_ns"] / 1000
+            ax.hlines(
+                window,
+                v_i - 0.45,
+                v_i + 0.45,
+                colors="black",
+                linewidth=1.5,
+                label="composite window" if v_i == 0 else None,
+            )
+        ax.set_xticks(range(len(variants)), [v.replace("_", "\n") for v in variants], fontsize=8)
+        ax.set_title(_shape_label(shape).replace("\n", " "), fontsize=9)
+        ax.set_ylabel("busy time (µs)", fontsize=8)
+        ax.tick_params(axis="y", labelsize=8)
+    for ax in list(axes.flat)[len(shapes) :]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.suptitle(
+        "GEMM stage breakdown: busy time per stage (DMA in, fetch, GEMM, DMA out) per variant; "
+        "each panel has its own scale\n" + _source_note(grid),
+        y=0.995,
+        fontsize=11,
+    )
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.8 / (3.2 * rows)))
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        ncol=5,
+        frameon=False,
+        bbox_to_anchor=(0.5, 1 - 0.45 / (3.2 * rows)),
+    )
+    return _save(fig, path)
+
+
+def _grouped(ax: Any, grid: dict[Shape, dict[str, ConfigResult]], metric: str) -> None:
+    shapes = list(grid)
+    width = 0.27
+    for v_i, variant in enumerate(VARIANTS):
+        xs, ys = [], []
+        for s_i, shape in enumerate(shapes):
+            if variant in grid[shape]:
+                xs.append(s_i + (v_i - 1) * width)
+                ys.append(grid[shape][variant].metrics[metric])
+        ax.bar(xs, ys, width, color=VARIANT_COLORS[variant], label=variant)
+    ax.set_xticks(
+        range(len(shapes)), [_shape_label(s) for s in shapes], rotation=60, ha="right", fontsize=7
+    )
+    ax.set_ylim(0, 1.05)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _mac_utilization(grid: dict[Shape, dict[str, ConfigResult]], path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(13, 8.5), sharex=True)
+    _grouped(top, grid, "mac_util")
+    top.set_ylabel("MAC utilisation\n(MACs issued / (peak x PE window))")
+    top.legend(loc="upper left", ncol=3)
+    _grouped(bottom, grid, "useful_eff")
+    bottom.set_ylabel("useful efficiency\n(real MACs / padded MACs)")
+    fig.suptitle(
+        "Simulator-measured MAC utilisation and useful efficiency per shape and variant\n"
+        + _source_note(grid),
+        fontsize=11,
+    )
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _theory_vs_measured(grid: dict[Shape, dict[str, ConfigResult]], path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    shapes = list(grid)
+    fig, axes = plt.subplots(len(VARIANTS), 1, figsize=(13, 10), sharex=True)
+    width = 0.38
+    for ax, variant in zip(axes, VARIANTS, strict=True):
+        xs = [i for i, s in enumerate(shapes) if variant in grid[s]]
+        model = [grid[shapes[i]][variant].metrics["model_mac_util"] for i in xs]
+        sim = [grid[shapes[i]][variant].metrics["mac_util"] for i in xs]
+        ax.bar(
+            [x - width / 2 for x in xs],
+            model,
+            width,
+            color="white",
+            edgecolor=VARIANT_COLORS[variant],
+            hatch="//",
+            label="analytic ideal pipeline",
+        )
+        ax.bar(
+            [x + width / 2 for x in xs],
+            sim,
+            width,
+            color=VARIANT_COLORS[variant],
+            label="simulator (measured)",
+        )
+        for x, mo, si in zip(xs, model, sim, strict=True):
+            if mo - si > 0.02:
+                ax.annotate(f"-{mo - si:.2f}", (x, max(mo, si) + 0.02), ha="center", fontsize=7)
+        ax.set_ylim(0, 1.15)
+        ax.set_ylabel(f"{variant}\nMAC utilisation")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(loc="upper left", fontsize=8, ncol=2)
+    axes[-1].set_xticks(
+        range(len(shapes)), [_shape_label(s) for s in shapes], rotation=60, ha="right", fontsize=7
+    )
+    fig.suptitle(
+        "Theoretical (ideal-pipeline model) vs simulator-measured MAC utilisation; "
+        "labels give the gap\n" + _source_note(grid),
+        fontsize=11,
+    )
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _roofline(grid: dict[Shape, dict[str, ConfigResult]], path: Path) -> Path:
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(10, 6.5))
+    points = [r for row in grid.values() for r in row.values()]
+    ai = [r.metrics["arith_intensity_flop_per_byte"] for r in points]
+    lo, hi = min(ai) / 2, max(ai) * 2
+    xs = np.geomspace(lo, hi, 200)
+    ax.plot(
+        xs,
+        [roofline_tflops(TOPOLOGY, x) for x in xs],
+        color="black",
+        linewidth=2,
+        label="roofline: min(compute roof, HBM roof)",
+    )
+    compute_roof = 2 * TOPOLOGY.pe.peak_macs_per_ns / 1000
+    ax.axhline(
+        compute_roof,
+        color="grey",
+        linestyle=":",
+        label=f"compute roof {compute_roof:.2f} TFLOP/s (PE peak)",
+    )
+    bw = float(TOPOLOGY.hbm.bw)
+    ax.plot(
+        xs, bw * xs / 1000, color="grey", linestyle="--", label=f"HBM roof {bw:g} GB/s x intensity"
+    )
+    for variant in VARIANTS:
+        for under in (False, True):
+            sel = [
+                r
+                for r in points
+                if r.params["variant"] == variant
+                and TilePlan.of(GemmShape(*r.params["shape"]), TOPOLOGY).under_tile == under
+            ]
+            if sel:
+                ax.scatter(
+                    [r.metrics["arith_intensity_flop_per_byte"] for r in sel],
+                    [r.metrics["tflops"] for r in sel],
+                    color=VARIANT_COLORS[variant],
+                    marker="x" if under else "o",
+                    s=40 if under else 28,
+                    label=f"{variant}" + (" (under-tile)" if under else ""),
+                )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("arithmetic intensity (FLOP per HBM byte actually moved)")
+    ax.set_ylabel("achieved TFLOP/s (useful FLOPs / latency)")
+    ax.grid(which="both", alpha=0.25)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(
+        "GEMM roofline: every config under the compute and HBM roofs from the topology\n"
+        + _source_note(grid),
+        fontsize=11,
+    )
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+BENCH = Bench(
+    name="gemm",
+    sweep={"shape": GATED + REGEN_ONLY, "variant": list(VARIANTS)},
+    run=run,
+    metrics=METRICS,
+    config_id=config_id,
+    regen_only=lambda p: tuple(p["shape"]) in REGEN_ONLY,
+    figures=figures,
+    fingerprint=lambda: TOPOLOGY.fingerprint,
+    meta=meta,
+    summary_metrics=["latency_ns", "mac_util", "useful_eff", "hbm_bytes"],
+)

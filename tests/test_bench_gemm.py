@@ -1,0 +1,66 @@
+"""The GEMM bench gates for real: committed baselines pass, a slower plan fails with a table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PICK = "256x256x256 or 512x512x512"  # 6 gated configs, quick
+
+SLOWER_DOUBLE_BUFFER = """
+import sim.kernels.gemm as gemm
+
+_init = gemm.GemmProgram.__init__
+
+
+def _one_buffer(self, *args, **kwargs):
+    _init(self, *args, **kwargs)
+    if self.variant == "double_buffer":
+        self.nbuf = 1  # a regression: loads serialise behind fetch again
+
+
+gemm.GemmProgram.__init__ = _one_buffer
+"""
+
+
+@pytest.fixture
+def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
+    (pytester.path / "benches").mkdir()
+    (pytester.path / "baselines").mkdir()
+    shutil.copy(ROOT / "benches" / "gemm.py", pytester.path / "benches" / "gemm.py")
+    shutil.copy(ROOT / "baselines" / "gemm.json", pytester.path / "baselines" / "gemm.json")
+    return pytester
+
+
+def test_committed_baselines_cover_every_config_and_match_the_simulator(
+    bench_dir: pytest.Pytester,
+) -> None:
+    """Every config of the sweep has a committed entry, and the gated run passes."""
+    from benches.gemm import BENCH  # the repo's bench module
+
+    committed = json.loads((ROOT / "baselines" / "gemm.json").read_text())["configs"]
+    assert sorted(committed) == sorted(c.config_id for c in BENCH.configs)
+    result = bench_dir.runpytest_subprocess(
+        "--npubench", "gemm", "-k", PICK, "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=6)
+
+
+def test_a_slower_tile_plan_fails_the_affected_configs_with_the_metric_table(
+    bench_dir: pytest.Pytester,
+) -> None:
+    """Serialising double_buffer's loads behind its fetches fails exactly those configs,
+    each with the latency row of the table; the other variants still pass."""
+    bench_dir.makeconftest(SLOWER_DOUBLE_BUFFER)
+    result = bench_dir.runpytest_subprocess(
+        "--npubench", "gemm", "-k", PICK, "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=4, failed=2)
+    out = result.stdout.str()
+    for shape in ("256x256x256", "512x512x512"):
+        assert f"FAILED benches/gemm.py::gemm[{shape}-double_buffer]" in out
+    result.stdout.fnmatch_lines(["*latency_ns*", "*metric*baseline*current*"])

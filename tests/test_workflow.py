@@ -1,0 +1,61 @@
+"""The GitHub workflow runs what the README says and keeps artifacts when the gate fails."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _steps() -> list[dict[str, Any]]:
+    doc = yaml.safe_load((ROOT / ".github" / "workflows" / "npubench.yml").read_text())
+    jobs = doc["jobs"]
+    assert len(jobs) == 1
+    return list(next(iter(jobs.values()))["steps"])
+
+
+def _readme_commands() -> list[str]:
+    block = re.search(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert block, "README starts with a bash block of the two commands"
+    return [line.split("&&", 1)[1].split("#")[0].strip() for line in block.group(1).splitlines()]
+
+
+def _index(steps: list[dict[str, Any]], needle: str) -> int:
+    hits = [
+        i for i, s in enumerate(steps) if needle in str(s.get("run", "")) + str(s.get("uses", ""))
+    ]
+    assert hits, f"no step runs {needle!r}"
+    return hits[0]
+
+
+def test_workflow_installs_tests_and_gates_in_order() -> None:
+    """Install, then the README's test command, then the README's gated bench command."""
+    steps = _steps()
+    main_job, tests = _readme_commands()
+    assert "--npubench all -n auto" in main_job
+    install = _index(steps, "pip install -e '.[dev]'")
+    run_tests = _index(steps, tests)
+    run_benches = _index(steps, main_job)
+    assert install < run_tests < run_benches
+
+
+def test_summary_and_artifacts_survive_a_red_gate() -> None:
+    """The summary is appended and the artifacts uploaded even when the gate fails."""
+    steps = _steps()
+    summary = steps[_index(steps, "GITHUB_STEP_SUMMARY")]
+    upload = steps[_index(steps, "actions/upload-artifact")]
+    assert "npubench-artifacts/summary.md" in summary["run"]
+    assert summary["if"] == "always()" and upload["if"] == "always()"
+    assert upload["with"]["path"].rstrip("/") == "npubench-artifacts"
+    assert _index(steps, "--npubench all") < steps.index(summary) < steps.index(upload)
+
+
+def test_ci_script_runs_the_readme_commands() -> None:
+    """.ci/run runs exactly the README's test command and its main job."""
+    script = (ROOT / ".ci" / "run").read_text()
+    for command in _readme_commands():
+        assert command in script

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import traceback
 from collections.abc import Iterable, Sequence
@@ -10,6 +11,8 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 
 from pytest_npubench.bench import Bench
+
+_PLUGIN_DIR = str(Path(__file__).parent) + os.sep
 
 
 class BenchImportError(Exception):
@@ -68,14 +71,22 @@ def _shown(path: Path, rootpath: Path) -> str:
 
 
 def _user_traceback(exc: BaseException, path: Path) -> str:
-    """The traceback from the bench module's own frame on (none of the import machinery)."""
+    """The traceback from the bench module's own frame on, without the import machinery and
+    without the plugin's validation code (its message says what is wrong)."""
     tb: TracebackType | None = exc.__traceback__
     while tb is not None and Path(tb.tb_frame.f_code.co_filename) != path:
         tb = tb.tb_next
-    lines = traceback.format_exception(type(exc), exc, tb)
     if tb is None:
-        lines = traceback.format_exception_only(type(exc), exc)
-    return "".join(lines).rstrip()
+        return "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
+    report = traceback.TracebackException(type(exc), exc, tb)
+    report.stack = traceback.StackSummary.from_list(
+        [frame for frame in report.stack if _is_user_frame(frame.filename)]
+    )
+    return "".join(report.format()).rstrip()
+
+
+def _is_user_frame(filename: str) -> bool:
+    return not (filename.startswith(_PLUGIN_DIR) or filename.startswith("<"))
 
 
 def benches_in(module: ModuleType) -> list[Bench]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pluggy
 import pytest
 
 from pytest_npubench.bench import Bench, BenchConfig, ResultError
@@ -20,7 +22,23 @@ from pytest_npubench.report import (
 if TYPE_CHECKING:
     from pytest_npubench.session import NpubenchSession
 
-_PLUGIN_DIR = str(Path(__file__).parent) + os.sep
+#: Frames from these folders are machinery, not the bench: failure tracebacks hide them.
+_MACHINERY = tuple(
+    str(Path(path).parent) + os.sep
+    for path in (__file__, inspect.getfile(pytest.Item), inspect.getfile(pluggy.HookimplMarker))
+)
+
+
+def is_bench_code(entry: Any) -> bool:
+    """True for a traceback entry of the bench (or its libraries), not of pytest or the plugin."""
+    return not str(entry.path).startswith(_MACHINERY)
+
+
+def bench_traceback(exc: BaseException) -> str:
+    """A short traceback of an exception raised by bench code, without pytest and plugin frames."""
+    info = pytest.ExceptionInfo.from_exception(exc)
+    info.traceback = info.traceback.filter(is_bench_code) or info.traceback
+    return str(info.getrepr(style="short", chain=False))
 
 
 class BenchFailure(Exception):
@@ -168,11 +186,8 @@ class BenchItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
-        def outside_plugin(entry: Any) -> bool:
-            return not str(entry.path).startswith(_PLUGIN_DIR)
-
         traceback = excinfo.traceback.filter(excinfo)
-        return traceback.filter(outside_plugin) or traceback
+        return traceback.filter(is_bench_code) or traceback
 
     def reportinfo(self) -> tuple[Path, int, str]:
         """Where the bench is defined, for the terminal and junitxml."""

@@ -20,7 +20,7 @@ from pytest_npubench.baseline import write_atomic as write_baseline
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import Comparison, ConfigResult, compare_metric
 from pytest_npubench.discover import BenchImportError, discover
-from pytest_npubench.item import BenchCollector, BenchItem
+from pytest_npubench.item import BenchCollector, BenchItem, bench_traceback
 from pytest_npubench.report import bench_table, item_name, percent, regen_command, regen_lines
 
 STATE_KEY = pytest.StashKey["NpubenchSession"]()
@@ -43,7 +43,7 @@ class NpubenchSession:
             config.rootpath / "npubench-artifacts"
         )
         self.benches: list[Bench] = []
-        self.sources: dict[str, Path] = {}
+        self.sources: dict[Bench, Path] = {}
         self.results: dict[str, dict[str, ConfigResult]] = {}
         self.regen_reports: list[RegenReport] = []
         self.problems: list[tuple[str, str]] = []
@@ -89,7 +89,7 @@ class NpubenchSession:
         except BenchImportError as exc:
             raise pytest.UsageError(str(exc)) from None
         for bench, path in found:
-            self.sources.setdefault(bench.name, path)
+            self.sources[bench] = path
         return [bench for bench, _ in found]
 
     def _check_unique(self, benches: Sequence[Bench]) -> None:
@@ -109,8 +109,8 @@ class NpubenchSession:
 
     def source(self, bench: Bench) -> Path | None:
         """The file that defines a bench: its bench module, else the module of its run function."""
-        if bench.name in self.sources:
-            return self.sources[bench.name]
+        if bench in self.sources:
+            return self.sources[bench]
         try:
             name = inspect.getsourcefile(bench.run)
         except TypeError:
@@ -354,11 +354,7 @@ class NpubenchSession:
             return []
 
     def _problem(self, line: str, exc: BaseException | None = None) -> None:
-        detail = ""
-        if exc is not None:
-            info = pytest.ExceptionInfo.from_exception(exc)
-            detail = str(info.getrepr(style="short", chain=False))
-        self.problems.append((line, detail))
+        self.problems.append((line, bench_traceback(exc) if exc is not None else ""))
 
     # -- terminal ---------------------------------------------------------------------------
 

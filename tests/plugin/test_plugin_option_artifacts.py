@@ -1,0 +1,97 @@
+"""--npubench-artifacts: results.json, summary.md and <bench>/*.png, written at session end."""
+
+from __future__ import annotations
+
+from toyproject import Project, output
+
+
+def test_results_json_holds_metrics_baselines_and_verdicts(project: Project) -> None:
+    """results.json has every metric of the run, the baseline values, verdict, source, params
+    (JSON-friendly) and the bench's metric spec and figure files."""
+    project.bench(figures=True)
+    project.run("--regen-baselines", "-k", "fast").assert_outcomes(passed=2)
+    project.knobs(scale=2.0)
+    project.run("--npubench", "toy").assert_outcomes(failed=4)
+    toy = project.results()["benches"]["toy"]
+    assert toy["fingerprint"] == "toy-hw:1"
+    assert toy["baseline_file"] == "baselines/toy.json"
+    assert toy["figures"] == ["toy/latency.png"]
+    assert toy["metrics"]["latency_ns"] == {
+        "direction": "lower",
+        "gate": True,
+        "tolerance": 0.01,
+        "unit": "ns",
+    }
+    assert toy["configs"]["16-fast"] == {
+        "baseline": {"latency_ns": 16.0, "throughput": 10.0, "util": 0.5},
+        "changes": {"latency_ns": 1.0, "throughput": 0.0, "util": 0.0},
+        "comparisons": {"latency_ns": "regression", "throughput": "pass", "util": "pass"},
+        "message": "",
+        "metrics": {"latency_ns": 32.0, "throughput": 10.0, "util": 0.5},
+        "params": {"size": 16, "variant": "fast"},
+        "source": "run",
+        "verdict": "regression",
+    }
+    assert toy["configs"]["16-slow"]["verdict"] == "new"
+    assert (project.path / "npubench-artifacts" / "toy" / "latency.png").read_bytes()[:4] == (
+        b"\x89PNG"
+    )
+
+
+def test_summary_md_lists_regressions_and_new_configs(project: Project) -> None:
+    """summary.md is a Markdown table a CI job can append to $GITHUB_STEP_SUMMARY."""
+    project.bench(figures=True)
+    project.run("--regen-baselines", "-k", "fast").assert_outcomes(passed=2)
+    project.knobs(scale=2.0)
+    project.run("--npubench", "toy")
+    summary = project.read("npubench-artifacts/summary.md")
+    assert summary.startswith("# npubench summary\n")
+    assert "| toy | 4 | 2 regression, 2 new |" in summary
+    assert (
+        "| toy | `16-fast` | regression | latency_ns | 16 | 32 | +100.00% | 1.00% |  |" in summary
+    )
+    assert (
+        "| toy | `16-slow` | new |  |  |  |  |  | `pytest --npubench toy --regen-baselines"
+        in summary
+    )
+    assert "Figures of toy: [latency.png](toy/latency.png)" in summary
+
+
+def test_custom_artifact_folder(project: Project) -> None:
+    """--npubench-artifacts DIR puts the files there (relative to the invocation folder)."""
+    project.bench()
+    project.run("--regen-baselines", "--npubench-artifacts", "out/perf").assert_outcomes(passed=4)
+    assert (project.path / "out" / "perf" / "results.json").is_file()
+    assert (project.path / "out" / "perf" / "summary.md").is_file()
+    assert not (project.path / "npubench-artifacts").exists()
+
+
+def test_artifact_folder_that_is_a_file_is_a_usage_error(project: Project) -> None:
+    """A path that exists and is not a folder is refused by the option parser."""
+    project.bench()
+    project.write("taken", "")
+    result = project.run("--npubench", "toy", "--npubench-artifacts", "taken")
+    assert result.ret == 4
+    assert "--npubench-artifacts 'taken': give a folder" in output(result)
+
+
+def test_raising_figure_function_is_an_error_but_other_artifacts_are_written(
+    project: Project,
+) -> None:
+    """A figures function that raises is reported as an error naming the bench (exit status
+    1 although every item passed); results.json and summary.md are still written."""
+    project.bench(figures=True)
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    project.knobs(figures_raise=True)
+    result = project.run("--npubench", "toy")
+    result.assert_outcomes(passed=4)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR figures of bench 'toy' failed: ValueError('the figure function broke')",
+            '*raise ValueError("the figure function broke")',
+        ]
+    )
+    assert "pytest_npubench/" not in output(result)
+    assert project.results()["benches"]["toy"]["figures"] == []
+    assert "figures of bench 'toy' failed" in project.read("npubench-artifacts/summary.md")

@@ -1,0 +1,102 @@
+"""--npubench: which items exist, what they are called, what else gets deselected."""
+
+from __future__ import annotations
+
+from toyproject import Project, assert_no_plugin_traceback, output
+
+
+def test_without_the_option_pytest_is_the_plain_test_suite(project: Project) -> None:
+    """No --npubench: bench modules are not collected (not even imported); tests run as usual."""
+    project.bench()
+    project.write("benches/boom.py", "raise RuntimeError('must not be imported')\n")
+    project.write("tests/test_plain.py", "def test_plain():\n    pass\n")
+    result = project.run()
+    result.assert_outcomes(passed=1)
+    assert "toy[" not in output(result)
+
+
+def test_one_item_per_config_with_bench_ids_and_markers(project: Project) -> None:
+    """Items are named bench[config_id], carry the npubench marker, and regen-only ones 'regen'."""
+    project.bench(regen_only=True)
+    result = project.run("--npubench", "toy", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        [
+            "benches/toy.py::toy[16-fast]",
+            "benches/toy.py::toy[16-slow]",
+            "benches/toy.py::toy[32-fast]",
+            "benches/toy.py::toy[32-slow]",
+        ]
+    )
+    regen = project.run("--npubench", "toy", "--collect-only", "-q", "-m", "regen")
+    regen.stdout.fnmatch_lines(["benches/toy.py::toy[32-slow]", "*1/4 tests collected*"])
+    marked = project.run("--npubench", "toy", "--collect-only", "-q", "-m", "npubench")
+    marked.stdout.fnmatch_lines(["*4 tests collected*"])
+
+
+def test_benches_come_from_the_bench_paths_whatever_the_cli_paths(project: Project) -> None:
+    """With --npubench, the bench items are collected even when the CLI names another folder,
+    and every other test is deselected."""
+    project.bench()
+    project.write("tests/test_plain.py", "def test_plain():\n    pass\n")
+    result = project.run("--npubench", "toy", "tests", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        ["benches/toy.py::toy[16-fast]", "*4/5 tests collected (1 deselected)*"]
+    )
+
+
+def test_ini_settings_choose_bench_and_baseline_folders(project: Project) -> None:
+    """npubench_paths and npubench_baselines (relative to the ini file) are honoured."""
+    project.pytester.makeini(
+        "[pytest]\nnpubench_paths = suite/perf\nnpubench_baselines = data/perf\n"
+    )
+    project.bench()
+    (project.path / "benches" / "toy.py").rename(project.path / "suite_perf_toy.py")
+    project.write("suite/perf/toy.py", project.read("suite_perf_toy.py"))
+    result = project.run("--npubench", "toy", "--regen-baselines")
+    result.assert_outcomes(passed=4)
+    assert (project.path / "data" / "perf" / "toy.json").is_file()
+
+
+def test_all_and_comma_separated_names(project: Project) -> None:
+    """--npubench all selects every bench; a comma list selects exactly those."""
+    project.bench("toy")
+    project.bench("other")
+    project.bench("third")
+    everything = project.run("--npubench", "all", "--collect-only", "-q")
+    everything.stdout.fnmatch_lines(["*12 tests collected*"])
+    two = project.run("--npubench", "toy,third", "--collect-only", "-q")
+    two.stdout.fnmatch_lines(["*8 tests collected*"])
+    assert "other[" not in output(two)
+
+
+def test_unknown_bench_is_a_usage_error_listing_the_known_ones(project: Project) -> None:
+    """A misspelt bench name stops the run with one line naming the known benches."""
+    project.bench("toy")
+    project.bench("other")
+    result = project.run("--npubench", "toyy")
+    assert result.ret == 4
+    assert "--npubench: unknown bench 'toyy'; known benches: other, toy" in output(result)
+    assert_no_plugin_traceback(result)
+
+
+def test_malformed_bench_name_value_is_a_usage_error(project: Project) -> None:
+    """A value that cannot be a bench name is rejected by the option parser, with the fix."""
+    project.bench()
+    result = project.run("--npubench", "toy,,gemm")
+    assert result.ret == 4
+    assert "give bench names separated by commas" in output(result)
+
+
+def test_help_shows_one_npubench_group(project: Project) -> None:
+    """pytest --help lists the plugin's options in one group."""
+    result = project.run("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-npubench: performance benches and baselines:",
+            "*--npubench=NAME*",
+            "*--regen-baselines*",
+            "*--npubench-strict*",
+            "*--npubench-prune*",
+            "*--npubench-artifacts=DIR*",
+        ]
+    )

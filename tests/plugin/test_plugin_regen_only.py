@@ -1,0 +1,55 @@
+"""Regen-only configs: skipped in a normal run, their baseline values still feed the figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from toyproject import Project
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["-n0", "-n2"])
+def test_regen_only_config_is_skipped_and_its_baseline_feeds_figures(
+    project: Project, xdist: bool
+) -> None:
+    """A normal run skips the heavy config with 'regen-only: reusing baseline' and hands its
+    baseline values (source 'baseline') to the figures function with the sweep's own params."""
+    project.bench(regen_only=True, figures=True)
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    project.knobs(scale=1.005)  # the runnable configs move a little, within tolerance
+
+    result = project.run("--npubench", "toy", "-rs", xdist=xdist)
+    result.assert_outcomes(passed=3, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] benches/toy.py: regen-only: reusing baseline"])
+    seen = json.loads(project.read("npubench-artifacts/toy/seen.json"))
+    assert seen["32-slow"] == {
+        "source": "baseline",
+        "params": "{'size': 32, 'variant': 'slow'}",
+        "latency": 64.0,
+    }
+    assert seen["16-fast"]["source"] == "run" and seen["16-fast"]["latency"] == 16.08
+    config = project.results()["benches"]["toy"]["configs"]["32-slow"]
+    assert (config["verdict"], config["source"]) == ("reused-baseline", "baseline")
+
+
+def test_regen_only_config_without_baseline_says_how_to_create_it(project: Project) -> None:
+    """With no entry to reuse, the skip reason gives the command that measures it."""
+    project.bench(regen_only=True)
+    result = project.run("--npubench", "toy", "-rs", "-k", "32-slow")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED * regen-only: no baseline entry to reuse; create it with: pytest --npubench"
+            " toy --regen-baselines -k 'toy[[]32-slow[]]'"
+        ]
+    )
+
+
+def test_regen_runs_regen_only_configs(project: Project) -> None:
+    """Under --regen-baselines the regen-only config runs and its entry is rewritten."""
+    project.bench(regen_only=True)
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    project.knobs(scale=2.0)
+    project.run("--npubench", "toy", "--regen-baselines", "-m", "regen").assert_outcomes(passed=1)
+    assert project.baseline()["configs"]["32-slow"]["metrics"]["latency_ns"] == 128.0
+    assert project.baseline()["configs"]["32-fast"]["metrics"]["latency_ns"] == 32.0

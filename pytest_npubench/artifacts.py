@@ -104,11 +104,13 @@ def results_document(benches: Sequence[BenchArtifacts]) -> str:
     return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def write(root: Path, benches: Sequence[BenchArtifacts], problems: Sequence[str]) -> list[Path]:
+def write(
+    root: Path, benches: Sequence[BenchArtifacts], problems: Sequence[str], regen: bool
+) -> list[Path]:
     """Write results.json and summary.md into ``root``; return the files written."""
     results = root / "results.json"
     summary = root / "summary.md"
     write_atomic(results, results_document(benches))
     rows = [(art.bench, art.results, art.figures) for art in benches]
-    write_atomic(summary, summary_markdown(rows, problems))
+    write_atomic(summary, summary_markdown(rows, problems, regen))
     return [results, summary]

@@ -153,6 +153,7 @@ def _id_list(label: str, ids: Sequence[str], count: int = 0) -> list[str]:
 def summary_markdown(
     benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
     problems: Sequence[str],
+    regen: bool = False,
 ) -> str:
     """summary.md: counts per bench, then regressions, improvements and new configs."""
     lines = ["# npubench summary", ""]
@@ -163,7 +164,9 @@ def summary_markdown(
             counts[r.verdict] = counts.get(r.verdict, 0) + 1
         verdicts = ", ".join(f"{n} {v}" for v, n in counts.items())
         lines.append(f"| {bench.name} | {len(results)} | {verdicts} |")
-    lines += ["", *_notable_markdown(benches)]
+    if regen:
+        lines += ["", "Baselines rewritten (--regen-baselines): changes are against the old ones."]
+    lines += ["", *_notable_markdown(benches, regen)]
     for bench, _, figures in benches:
         if figures:
             links = ", ".join(f"[{p.name}]({p.as_posix()})" for p in figures)
@@ -174,14 +177,14 @@ def summary_markdown(
 
 
 def _notable_markdown(
-    benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
+    benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]], regen: bool
 ) -> list[str]:
     rows = [
         "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
         for bench, results, _ in benches
         for result in ordered(results)
         if result.verdict not in ("pass", "reused-baseline")
-        for row in _notable_rows(bench, result)
+        for row in _notable_rows(bench, result, regen)
     ]
     if not rows:
         return ["No regressions, improvements or new configs.", ""]
@@ -195,9 +198,11 @@ def _notable_markdown(
     ]
 
 
-def _notable_rows(bench: Bench, result: ConfigResult) -> list[list[str]]:
+def _notable_rows(bench: Bench, result: ConfigResult, regen: bool) -> list[list[str]]:
     notable = [n for n, c in result.comparisons.items() if c.verdict != "pass"]
-    if result.verdict == "improved":
+    if regen and result.verdict in ("new", "regression", "improved"):
+        note = "accepted (baseline rewritten)"
+    elif result.verdict == "improved":
         note = "run --regen-baselines to accept"
     elif result.verdict == "new":
         note = f"`{regen_command(bench.name, result.config_id)}`"

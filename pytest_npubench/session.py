@@ -324,7 +324,8 @@ class NpubenchSession:
                     )
                 )
         try:
-            self.artifact_files = artifacts.write(root, entries, [p for p, _ in self.problems])
+            problems = [p for p, _ in self.problems]
+            self.artifact_files = artifacts.write(root, entries, problems, self.regen)
         except OSError as exc:
             self._problem(f"could not write the artifacts to {self.relpath(root)}: {exc!r}")
 

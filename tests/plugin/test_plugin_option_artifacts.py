@@ -95,3 +95,13 @@ def test_raising_figure_function_is_an_error_but_other_artifacts_are_written(
     assert "pytest_npubench/" not in output(result)
     assert project.results()["benches"]["toy"]["figures"] == []
     assert "figures of bench 'toy' failed" in project.read("npubench-artifacts/summary.md")
+
+
+def test_summary_md_of_a_regen_says_the_changes_were_accepted(project: Project) -> None:
+    """After --regen-baselines, new and changed configs are listed as accepted, not as work
+    still to do."""
+    project.bench()
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    summary = project.read("npubench-artifacts/summary.md")
+    assert "Baselines rewritten (--regen-baselines)" in summary
+    assert "| toy | `16-fast` | new |  |  |  |  |  | accepted (baseline rewritten) |" in summary

@@ -28,8 +28,10 @@ def test_baseline_file_is_made_for_review_in_a_diff(project: Project) -> None:
     assert "time" not in text and "date" not in text
 
 
-def test_tuple_params_and_bench_meta_are_stored(project: Project) -> None:
-    """Tuple parameters are stored as lists; meta() lands once in the file header."""
+@pytest.mark.parametrize("xdist", [False, True], ids=["-n0", "-n2"])
+def test_tuple_params_and_bench_meta_are_stored(project: Project, xdist: bool) -> None:
+    """Tuple parameters are stored as lists; the figures function still gets them as tuples
+    (also when the results came from xdist workers); meta() lands once in the file header."""
     project.write(
         "benches/shapes.py",
         """\
@@ -43,10 +45,19 @@ def test_tuple_params_and_bench_meta_are_stored(project: Project) -> None:
             metrics={"macs": Metric(unit="1", direction="higher")},
             fingerprint=lambda: "hw",
             meta=lambda: {"tile": (32, 64, 32)},
+            figures=lambda results, outdir: [
+                outdir.joinpath("params.txt").write_text(
+                    repr([r.params for r in results.values()])
+                )
+                and outdir / "params.txt"
+            ],
         )
         """,
     )
-    project.run("--regen-baselines").assert_outcomes(passed=2)
+    project.run("--regen-baselines", xdist=xdist).assert_outcomes(passed=2)
+    assert project.read("npubench-artifacts/shapes/params.txt") == (
+        "[{'shape': (16, 32, 16)}, {'shape': (32, 64, 32)}]"
+    )
     data = project.baseline("shapes")
     assert data["meta"] == {"tile": [32, 64, 32]}
     assert data["configs"]["32x64x32"]["params"] == {"shape": [32, 64, 32]}

@@ -23,7 +23,6 @@ VERDICTS = (
     "reused-baseline",
     "missing-baseline",
 )
-FAILING = frozenset({"regression", "failed-check", "error", "new"})
 
 
 @dataclass(frozen=True)
@@ -80,11 +79,6 @@ class ConfigResult:
     source: Source
     message: str = ""
     comparisons: dict[str, Comparison] = field(default_factory=dict)
-
-    @property
-    def failed(self) -> bool:
-        """True if this verdict fails its item (``improved`` fails only under strict)."""
-        return self.verdict in FAILING
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-friendly dict of everything but the bench name (results.json, payloads)."""

@@ -101,7 +101,7 @@ class BenchItem(pytest.Item):
         return self.parent.npubench
 
     def runtest(self) -> None:
-        """Run the config (or reuse its baseline), record the result, then judge it."""
+        """Run the config, record its result (for the controller), then judge it."""
         result = self._evaluate()
         self._record(result)
         self._judge(result)
@@ -128,11 +128,14 @@ class BenchItem(pytest.Item):
             raise BenchFailure(str(exc)) from None
         comparisons = self._compare(baseline or {}, metrics)
         verdict = config_verdict(bench, baseline, comparisons)
-        if not getattr(raw, "ok", True):
+        if not raw.ok:
             verdict = "failed-check"
-        message = str(getattr(raw, "message", ""))
         return self._result(
-            metrics=metrics, verdict=verdict, source="run", message=message, comparisons=comparisons
+            metrics=metrics,
+            verdict=verdict,
+            source="run",
+            message=str(raw.message),
+            comparisons=comparisons,
         )
 
     def _compare(

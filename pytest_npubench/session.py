@@ -10,14 +10,13 @@ import inspect
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_npubench import artifacts
 from pytest_npubench.baseline import BaselineError, BaselineFile, RegenReport, load, merge
 from pytest_npubench.baseline import write_atomic as write_baseline
-from pytest_npubench.bench import Bench
+from pytest_npubench.bench import Bench, Metric
 from pytest_npubench.compare import Comparison, ConfigResult, compare_metric
 from pytest_npubench.discover import BenchImportError, discover
 from pytest_npubench.item import BenchCollector, BenchItem, bench_traceback
@@ -218,7 +217,9 @@ class NpubenchSession:
     # -- default hook implementations ------------------------------------------------------
 
     @pytest.hookimpl(trylast=True)
-    def pytest_npubench_compare(self, metric: Any, baseline: float, current: float) -> Comparison:
+    def pytest_npubench_compare(
+        self, metric: Metric, baseline: float, current: float
+    ) -> Comparison:
         """The default comparison: relative tolerance in the metric's direction."""
         return compare_metric(metric, baseline, current)
 
@@ -271,42 +272,60 @@ class NpubenchSession:
 
     def _regen(self, bench: Bench) -> None:
         results = self.ordered_results(bench)
-        if not results:
+        report = RegenReport(self.baseline_path(bench))
+        if not results or not self._load_for_regen(bench, report):
             return
-        path = self.baseline_path(bench)
-        where = self.relpath(path)
-        report = RegenReport(path)
+        text = self._merged_text(bench, results, report)
+        if text is not None and self._write_if_changed(report, text):
+            self.regen_reports.append(report)
+
+    def _load_for_regen(self, bench: Bench, report: RegenReport) -> bool:
+        """Load the old file into the cache; a corrupt one is replaced, a newer one refused."""
         try:
-            old = load(path)
+            self._baselines[bench.name] = load(report.path)
         except BaselineError as exc:
             if exc.advice:
+                where = self.relpath(report.path)
                 self._problem(f"{where} {exc.problem}; {exc.advice}; not written")
-                return
-            old, report.replaced_corrupt = None, exc.problem
+                return False
+            self._baselines[bench.name], report.replaced_corrupt = None, exc.problem
+        return True
+
+    def _merged_text(
+        self, bench: Bench, results: Mapping[str, ConfigResult], report: RegenReport
+    ) -> str | None:
         try:
-            new = merge(
+            merged = merge(
                 bench,
-                old,
+                self._baselines[bench.name],
                 results.values(),
                 fingerprint=bench.fingerprint(),
                 meta=bench.meta() if bench.meta else {},
                 prune=self.prune,
                 report=report,
             )
-            text = new.render()
+            return merged.render()
         except Exception as exc:
+            where = self.relpath(report.path)
             self._problem(f"bench {bench.name!r}: cannot make {where}: {exc!r}; not written", exc)
-            return
-        if old is None or report.replaced_corrupt or path.read_text(encoding="utf-8") != text:
-            try:
-                write_baseline(path, text)
-            except Exception as exc:
-                self._problem(
-                    f"could not write {where} ({exc!r}); the previous file is left as it was", exc
-                )
-                return
-            report.written = True
-        self.regen_reports.append(report)
+            return None
+
+    def _write_if_changed(self, report: RegenReport, text: str) -> bool:
+        """Write the baseline unless it already holds exactly this text; False on failure."""
+        path = report.path
+        unchanged = path.is_file() and not report.replaced_corrupt
+        if unchanged and path.read_text(encoding="utf-8") == text:
+            return True
+        try:
+            write_baseline(path, text)
+        except Exception as exc:
+            where = self.relpath(path)
+            self._problem(
+                f"could not write {where} ({exc!r}); the previous file is left as it was", exc
+            )
+            return False
+        report.written = True
+        return True
 
     def _write_artifacts(self) -> None:
         root = self.artifacts_dir

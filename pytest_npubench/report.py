@@ -146,7 +146,8 @@ def _id_list(label: str, ids: Sequence[str], count: int = 0) -> list[str]:
     if ids:
         return [f"  {label}: {', '.join(ids)}"]
     if count:
-        return [f"  {label}: {count} configs (-v lists them)"]
+        plural = "" if count == 1 else "s"
+        return [f"  {label}: {count} config{plural} (-v lists them)"]
     return []
 
 

@@ -9,7 +9,7 @@ from the topology file (``sim/topologies/npu-1h.yaml``).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from sim.kernels.gemm import STAGES, VARIANTS, GemmShape, TilePlan, check_covera
 from sim.kernels.gemm import functional_check as run_functional_check
 from sim.kernels.gemm import run_gemm as simulate_gemm
 from sim.model import roofline_tflops
+from sim.trace import write_trace
 
 TOPOLOGY = load_topology(os.environ.get("NPUBENCH_TOPOLOGY", "npu-1h"))
 
@@ -102,6 +103,53 @@ def run(params: dict[str, Any]) -> Result:
             problems.append(f"functional check: {wrong} of {total} elements of C != A @ B")
     metrics = {k: v for k, v in gemm_metrics(sim_run).items() if k in METRICS}
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
+
+
+STAGE_NAMES = {"dma_in": "DMA in", "fetch": "Fetch", "gemm": "GEMM", "dma_out": "DMA out"}
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:.3g} us"
+
+
+def explain(current: Mapping[str, float], baseline: Mapping[str, float]) -> list[str]:
+    """Where the time went: stage busy times and windows, current vs baseline, largest first.
+
+    e.g. "DMA in busy +38% (12.1 -> 16.7 us)", "GEMM busy unchanged", per engine where it moved.
+    """
+    items = [(f"{STAGE_NAMES[s]} busy", f"{s}.busy_ns") for s in STAGES]
+    items += [("composite window", "composite_window_ns"), ("PE window", "pe_window_ns")]
+    items += [
+        (f"{STAGE_NAMES[s]} busy on {e}", f"{s}.{e}.busy_ns")
+        for s in STAGES
+        for e in ENGINE_OF[s]
+        if len(ENGINE_OF[s]) > 1
+    ]
+    rows = []
+    for label, key in items:
+        if key not in current or key not in baseline:
+            continue
+        before, after = baseline[key], current[key]
+        change = (after - before) / before if before else (0.0 if after == before else None)
+        rows.append((label, before, after, change, key.count(".") == 2))
+    lines = []
+    for label, before, after, change, per_engine in sorted(
+        rows, key=lambda r: -(abs(r[3]) if r[3] is not None else float("inf"))
+    ):
+        if change == 0.0:
+            if not per_engine:
+                lines.append(f"{label} unchanged ({_us(after)})")
+        elif change is None:
+            lines.append(f"{label} new ({_us(before)} -> {_us(after)})")
+        else:
+            lines.append(f"{label} {change:+.0%} ({_us(before)} -> {_us(after)})")
+    return lines
+
+
+def trace(params: dict[str, Any], path: Path, limit: int) -> Path:
+    """Write the config's op log as Chrome trace-event JSON (merged above ``limit`` events)."""
+    sim_run = simulate_gemm(GemmShape(*params["shape"]), params["variant"], TOPOLOGY)
+    return write_trace(sim_run.log, path, limit=limit, title=f"gemm[{config_id(params)}]")
 
 
 def meta() -> dict[str, Any]:
@@ -369,4 +417,6 @@ BENCH = Bench(
     fingerprint=lambda: TOPOLOGY.fingerprint,
     meta=meta,
     summary_metrics=["latency_ns", "mac_util", "useful_eff", "hbm_bytes"],
+    explain=explain,
+    trace=trace,
 )

@@ -1,4 +1,5 @@
-"""The artifact folder: results.json, ``<bench>/*.png`` and summary.md, written by the controller.
+"""The artifact folder: results.json, ``<bench>/*.png``, summary.md and index.html, written by the
+controller (traces are written by whichever process ran their config, one file each).
 
 Everything here is a pure function of the gathered results, so ``-n 0`` and ``-n 2`` runs write
 the same bytes.
@@ -18,6 +19,7 @@ from typing import Any
 from pytest_npubench.baseline import write_atomic
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
+from pytest_npubench.html import render_index
 from pytest_npubench.report import summary_markdown
 
 RESULTS_SCHEMA = 1
@@ -105,12 +107,25 @@ def results_document(benches: Sequence[BenchArtifacts]) -> str:
 
 
 def write(
-    root: Path, benches: Sequence[BenchArtifacts], problems: Sequence[str], regen: bool
+    root: Path,
+    benches: Sequence[BenchArtifacts],
+    problems: Sequence[str],
+    regen: bool,
+    trace_path: Callable[[Bench, str], Path] | None = None,
 ) -> list[Path]:
-    """Write results.json and summary.md into ``root``; return the files written."""
+    """Write results.json, summary.md and index.html into ``root``; return the files written."""
     results = root / "results.json"
     summary = root / "summary.md"
+    index = root / "index.html"
     write_atomic(results, results_document(benches))
     rows = [(art.bench, art.results, art.figures) for art in benches]
     write_atomic(summary, summary_markdown(rows, problems, regen))
-    return [results, summary]
+
+    def trace_link(bench: Bench, config_id: str) -> str | None:
+        if trace_path is None:
+            return None
+        path = trace_path(bench, config_id)
+        return _relative(path, root).as_posix() if path.is_file() else None
+
+    write_atomic(index, render_index(rows, problems, regen, trace_link))
+    return [results, summary, index]

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 Params = dict[str, Any]
 Direction = Literal["lower", "higher"]
 FiguresFn = Callable[[dict[str, "ConfigResult"], Path], Sequence[Path]]
+ExplainFn = Callable[[Mapping[str, float], Mapping[str, float]], Sequence[str]]
+TraceFn = Callable[[Params, Path, int], Any]
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 RESERVED_NAMES = frozenset({"all"})
@@ -94,6 +96,11 @@ class Bench:
 
     Every argument is checked here, and the whole sweep is expanded here, so a bad bench fails
     when its module is imported, at the line that builds it.
+
+    ``explain(current, baseline)`` returns lines saying where a regression came from (e.g. which
+    stage got busier); without it, the recorded metrics that changed most are listed.
+    ``trace(params, path, limit)`` writes a trace-event JSON of one config to ``path`` (at most
+    ``limit`` events) when the run asks for ``--npubench-trace``.
     """
 
     name: str
@@ -107,6 +114,8 @@ class Bench:
     figures: FiguresFn | None = None
     meta: Callable[[], Mapping[str, Any]] | None = None
     summary_metrics: Sequence[str] | None = None
+    explain: ExplainFn | None = None
+    trace: TraceFn | None = None
     _configs: tuple[BenchConfig, ...] = field(init=False, repr=False)
     _by_id: dict[str, BenchConfig] = field(init=False, repr=False)
 
@@ -179,7 +188,7 @@ class Bench:
         for arg in ("run", "fingerprint"):
             if not callable(getattr(self, arg)):
                 raise TypeError(f"bench {self.name!r}: {arg}= must be callable")
-        for arg in ("config_id", "exclude", "regen_only", "figures", "meta"):
+        for arg in ("config_id", "exclude", "regen_only", "figures", "meta", "explain", "trace"):
             value = getattr(self, arg)
             if value is not None and not callable(value):
                 raise TypeError(f"bench {self.name!r}: {arg}= must be callable or None")

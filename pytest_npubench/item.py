@@ -104,7 +104,18 @@ class BenchItem(pytest.Item):
         """Run the config, record its result (for the controller), then judge it."""
         result = self._evaluate()
         self._record(result)
+        self._trace()
         self._judge(result)
+
+    def _trace(self) -> None:
+        """Under --npubench-trace, have the bench write this config's trace (one file per
+        config, written atomically by the process that ran it)."""
+        state, bench = self.npubench, self.bench
+        if not state.trace or bench.trace is None:
+            return
+        path = state.trace_path(bench, self.bench_config.config_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        bench.trace(dict(self.bench_config.params), path, state.trace_limit)
 
     def _result(self, **fields: Any) -> ConfigResult:
         cfg = self.bench_config

@@ -41,6 +41,23 @@ def parse_artifacts_dir(value: str) -> Path:
     return path.absolute()
 
 
+DEFAULT_TRACE_LIMIT = 200_000
+
+
+def parse_trace_limit(value: str) -> int:
+    """``--npubench-trace-limit``: a positive number of trace events."""
+    try:
+        limit = int(value)
+    except ValueError:
+        limit = 0
+    if limit < 1:
+        raise pytest.UsageError(
+            f"--npubench-trace-limit {value!r} is not a positive integer; "
+            f"try --npubench-trace-limit {DEFAULT_TRACE_LIMIT}"
+        )
+    return limit
+
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Register the ``pytest_npubench_*`` hookspecs."""
     pluginmanager.add_hookspecs(hookspecs)
@@ -87,6 +104,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="folder for results.json, summary.md and <bench>/*.png "
         "(default: npubench-artifacts in the rootdir)",
+    )
+    group.addoption(
+        "--npubench-trace",
+        dest="npubench_trace",
+        action="store_true",
+        default=False,
+        help="also write a Chrome trace-event JSON of each selected config to "
+        "<artifacts>/<bench>/traces/<config>.json (pick configs with -k); open it in Perfetto",
+    )
+    group.addoption(
+        "--npubench-trace-limit",
+        dest="npubench_trace_limit",
+        metavar="N",
+        type=parse_trace_limit,
+        default=DEFAULT_TRACE_LIMIT,
+        help=f"trace at most N events per config; above that, consecutive operations of an "
+        f"engine are merged into spans (default: {DEFAULT_TRACE_LIMIT})",
     )
     parser.addini(
         "npubench_paths",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pytest_npubench.baseline import RegenReport
 from pytest_npubench.bench import Bench
-from pytest_npubench.compare import ConfigResult, verdict_rank
+from pytest_npubench.compare import ConfigResult, relative_change, verdict_rank
 
 _K_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.[]+:/")
 
@@ -65,15 +65,55 @@ def metric_rows(bench: Bench, result: ConfigResult, names: Sequence[str]) -> lis
     return rows
 
 
-def failure_message(bench: Bench, result: ConfigResult, baseline_path: str, strict: bool) -> str:
-    """Why an item failed its gate, as a small table and the command that accepts the change."""
-    name = item_name(bench.name, result.config_id)
+def gate_failures(bench: Bench, result: ConfigResult, strict: bool = False) -> list[str]:
+    """The gated metrics that fail this result (worse beyond tolerance; any change if strict)."""
     bad = ("regression", "improved") if strict else ("regression",)
-    failing = [n for n, c in result.comparisons.items() if c.verdict in bad]
+    return [n for n, c in result.comparisons.items() if c.verdict in bad and bench.metrics[n].gate]
+
+
+def default_explanation(
+    bench: Bench, current: Mapping[str, float], baseline: Mapping[str, float], most: int = 6
+) -> list[str]:
+    """The recorded (ungated) metrics that changed most, largest relative change first."""
+    changes = []
+    for name, spec in bench.metrics.items():
+        if spec.gate or name not in current or name not in baseline:
+            continue
+        change = relative_change(baseline[name], current[name])
+        if change != 0.0:
+            size = float("inf") if change is None else abs(change)
+            changes.append((-size, name, change))
+    changes.sort()
+    return [
+        f"{name} {percent(change)} ({number(baseline[name])} -> {number(current[name])} "
+        f"{bench.metrics[name].unit})"
+        for _, name, change in changes[:most]
+    ] or ["no recorded metric besides the gated ones changed"]
+
+
+def explanation(bench: Bench, result: ConfigResult) -> list[str]:
+    """Where a change came from: the bench's ``explain`` function, else the default."""
+    if not result.baseline or not result.metrics:
+        return []
+    if bench.explain is not None:
+        try:
+            return [str(line) for line in bench.explain(result.metrics, result.baseline)]
+        except Exception as exc:  # a broken explain must not hide the verdict itself
+            return [f"the explain function of bench {bench.name!r} raised {exc!r}"]
+    return default_explanation(bench, result.metrics, result.baseline)
+
+
+def failure_message(bench: Bench, result: ConfigResult, baseline_path: str, strict: bool) -> str:
+    """Why an item failed its gate: a small table, where the time went, the accepting command."""
+    name = item_name(bench.name, result.config_id)
+    failing = gate_failures(bench, result, strict)
     what = "changed" if strict else "got worse"
     lines = [
-        f"{name}: {len(failing)} metric(s) {what} beyond tolerance (baseline: {baseline_path})",
+        f"{name}: {len(failing)} gated metric(s) {what} beyond tolerance "
+        f"(baseline: {baseline_path})",
         *table(metric_rows(bench, result, failing)),
+        "where it came from (current vs baseline, largest change first):",
+        *(f"  {line}" for line in explanation(bench, result)),
         f"if the change is intended, accept it with: {regen_command(bench.name, result.config_id)}",
     ]
     return "\n".join(lines)
@@ -189,6 +229,13 @@ def _notable_markdown(
     ]
     if not rows:
         return ["No regressions, improvements or new configs.", ""]
+    why = [
+        f"- **{bench.name} `{result.config_id}`** ({result.verdict}): "
+        + "; ".join(explanation(bench, result))
+        for bench, results, _ in benches
+        for result in ordered(results)
+        if result.verdict in ("regression", "improved") and result.baseline
+    ]
     return [
         "## Regressions, improvements and new configs",
         "",
@@ -196,11 +243,14 @@ def _notable_markdown(
         "|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
+        *(["### Where the changes came from", "", *why, ""] if why else []),
     ]
 
 
 def _notable_rows(bench: Bench, result: ConfigResult, regen: bool) -> list[list[str]]:
-    notable = [n for n, c in result.comparisons.items() if c.verdict != "pass"]
+    notable = [
+        n for n, c in result.comparisons.items() if c.verdict != "pass" and bench.metrics[n].gate
+    ]
     if regen and result.verdict in ("new", "regression", "improved"):
         note = "accepted (baseline rewritten)"
     elif result.verdict == "improved":

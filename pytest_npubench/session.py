@@ -41,6 +41,8 @@ class NpubenchSession:
         self.artifacts_dir: Path = option.npubench_artifacts or (
             config.rootpath / "npubench-artifacts"
         )
+        self.trace: bool = option.npubench_trace
+        self.trace_limit: int = option.npubench_trace_limit
         self.benches: list[Bench] = []
         self.sources: dict[Bench, Path] = {}
         self.results: dict[str, dict[str, ConfigResult]] = {}
@@ -55,6 +57,11 @@ class NpubenchSession:
     def baseline_path(self, bench: Bench) -> Path:
         """``<npubench_baselines>/<bench>.json``."""
         return self.baselines_dir / f"{bench.name}.json"
+
+    def trace_path(self, bench: Bench, config_id: str) -> Path:
+        """``<artifacts>/<bench>/traces/<config_id>.json`` (unsafe characters become ``_``)."""
+        safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in config_id)
+        return self.artifacts_dir / bench.name / "traces" / f"{safe}.json"
 
     def relpath(self, path: Path) -> str:
         """A path relative to the rootdir when it is inside it (for messages and node ids)."""
@@ -344,7 +351,9 @@ class NpubenchSession:
                 )
         try:
             problems = [p for p, _ in self.problems]
-            self.artifact_files = artifacts.write(root, entries, problems, self.regen)
+            self.artifact_files = artifacts.write(
+                root, entries, problems, self.regen, self.trace_path
+            )
         except OSError as exc:
             self._problem(f"could not write the artifacts to {self.relpath(root)}: {exc!r}")
 
@@ -397,11 +406,26 @@ class NpubenchSession:
                 tr.write_line(line)
         if self.artifact_files:
             tr.write_line(f"npubench: artifacts in {self.relpath(self.artifacts_dir)}/")
+        if self.trace:
+            self._trace_lines(tr)
         for line, detail in self.problems:
             tr.write_sep("-", "npubench: error", red=True)
             tr.write_line(f"ERROR {line}", red=True)
             if detail:
                 tr.write_line(detail)
+
+    def _trace_lines(self, tr: pytest.TerminalReporter) -> None:
+        for bench in self.benches:
+            ran = [r for r in self.ordered_results(bench).values() if r.source == "run"]
+            if bench.trace is None:
+                tr.write_line(
+                    f"npubench: bench {bench.name!r} writes no traces (no trace= in its Bench)"
+                )
+                continue
+            traces = [self.trace_path(bench, r.config_id) for r in ran]
+            found = [t for t in traces if t.is_file()]
+            where = self.relpath(self.artifacts_dir / bench.name / "traces")
+            tr.write_line(f"npubench: {len(found)} trace(s) of {bench.name} in {where}/")
 
     def _improved_lines(
         self, tr: pytest.TerminalReporter, bench: Bench, results: Mapping[str, ConfigResult]

@@ -63,4 +63,43 @@ def test_a_slower_tile_plan_fails_the_affected_configs_with_the_metric_table(
     out = result.stdout.str()
     for shape in ("256x256x256", "512x512x512"):
         assert f"FAILED benches/gemm.py::gemm[{shape}-double_buffer]" in out
-    result.stdout.fnmatch_lines(["*latency_ns*", "*metric*baseline*current*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*metric*baseline*current*",
+            "*latency_ns*regression*",
+            "where it came from (current vs baseline, largest change first):",
+            "  *DMA in busy +*",
+        ]
+    )
+    # loads got slower; the fetch unit's work did not change: the explanation says both
+    assert "Fetch busy unchanged" in out
+    summary = (bench_dir.path / "npubench-artifacts" / "summary.md").read_text()
+    assert "**gemm `256x256x256-double_buffer`** (regression): " in summary
+    assert "DMA in busy +" in summary
+
+
+def test_traces_of_gemm_configs_follow_the_trace_event_format(
+    bench_dir: pytest.Pytester,
+) -> None:
+    """--npubench-trace writes one valid trace per selected config, merged above the limit."""
+    from test_trace import check_trace_event_format
+
+    pick = "32x64x32-load_ref or 512x512x512-resident"
+    result = bench_dir.runpytest_subprocess(
+        "--npubench",
+        "gemm",
+        "-k",
+        pick,
+        "--npubench-trace",
+        "--npubench-trace-limit",
+        "1000",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.assert_outcomes(passed=2)
+    traces = bench_dir.path / "npubench-artifacts" / "gemm" / "traces"
+    small = json.loads((traces / "32x64x32-load_ref.json").read_text())
+    big = json.loads((traces / "512x512x512-resident.json").read_text())
+    assert len(check_trace_event_format(small)) == small["otherData"]["records"]
+    check_trace_event_format(big)
+    assert big["otherData"]["merged"] is True

@@ -32,7 +32,7 @@ def test_strict_fails_on_improvement_with_the_table(project: Project) -> None:
     result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(
         [
-            "toy[16-fast]: 1 metric(s) changed beyond tolerance (baseline: baselines/toy.json)",
+            "toy[[]16-fast[]]: 1 gated metric(s) changed beyond tolerance*",
             "  latency_ns  16        8        -50.00%  1.00%      improved",
         ]
     )

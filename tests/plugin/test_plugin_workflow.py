@@ -53,7 +53,7 @@ def test_first_run_regen_pass_change_fail_regen_pass(project: Project, xdist: bo
     worse.assert_outcomes(failed=4)
     worse.stdout.fnmatch_lines(
         [
-            "toy[16-fast]: 1 metric(s) got worse beyond tolerance (baseline: baselines/toy.json)",
+            "toy[[]16-fast[]]: 1 gated metric(s) got worse beyond tolerance*",
             "  metric      baseline  current  change   tolerance  verdict",
             "  latency_ns  16        24       +50.00%  1.00%      regression",
             "if the change is intended, accept it with: "

@@ -1,0 +1,109 @@
+"""index.html: self-contained, relative links, regressions first, and it renders in Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+from toyproject import Project
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium; .ci/run does)"
+)
+
+
+def render(page: Path, tmp_path: Path) -> tuple[np.ndarray, list[str]]:
+    """Screenshot a page in headless Chromium with no network; return pixels and console lines."""
+    assert CHROMIUM is not None
+    shot = tmp_path / "shot.png"
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1280,1600",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert shot.is_file(), proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    return imread(shot), console
+
+
+def failing_project(project: Project, xdist: bool = False) -> Path:
+    project.bench(figures=True)
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    project.knobs(scale=2.0, util=0.25)
+    project.run("--npubench", "toy", xdist=xdist).assert_outcomes(failed=4)
+    return project.path / "npubench-artifacts" / "index.html"
+
+
+def test_page_links_only_files_in_the_artifact_folder(project: Project) -> None:
+    """Every src/href is relative and points at a file that exists, so the folder works when
+    downloaded as a CI artifact; no scripts and no external resources."""
+    index = failing_project(project)
+    html = index.read_text()
+    links = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert "toy/latency.png" in links
+    for link in links:
+        assert "://" not in link and not link.startswith("/"), link
+        assert (index.parent / link).is_file(), link
+    assert "<script" not in html
+
+
+def test_regressions_come_first_with_their_explanation(project: Project) -> None:
+    """The status line counts failures; each regression's card, with its table and its
+    explanation, precedes the bench's figures and table."""
+    html = failing_project(project).read_text()
+    assert '<p class="status bad">4 of 4 configs failed</p>' in html
+    first_card = html.index("toy[16-fast]: regression")
+    assert first_card < html.index('<h2 id="toy">') < html.index("<img")
+    assert "util -50.00% (0.5 -&gt; 0.25 1)" in html[first_card:]
+
+
+def test_page_is_identical_under_xdist(project: Project) -> None:
+    """-n 0 and -n 2 write the same index.html."""
+    index = failing_project(project)
+    first = index.read_bytes()
+    project.run("--npubench", "toy", xdist=True).assert_outcomes(failed=4)
+    assert index.read_bytes() == first
+
+
+@needs_chromium
+def test_page_renders_in_headless_chromium(project: Project, tmp_path: Path) -> None:
+    """The screenshot is not blank (ink and colour in it) and the console stays silent."""
+    pixels, console = render(failing_project(project), tmp_path)
+    rgb = pixels[..., :3]
+    ink = np.mean(np.any(rgb < 0.9, axis=-1))
+    assert ink > 0.02, f"only {ink:.1%} of the page has ink"
+    assert np.ptp(rgb) > 0.5
+    assert console == []
+
+
+@needs_chromium
+def test_console_check_can_fail(tmp_path: Path) -> None:
+    """The console check sees a script error (so a silent console means something)."""
+    page = tmp_path / "broken.html"
+    page.write_text("<!doctype html><p>x</p><script>notDefined();</script>")
+    _, console = render(page, tmp_path)
+    assert any("notDefined" in line for line in console)

@@ -81,6 +81,7 @@ __all__ = [
     "fabric_program",
     "reduce_scatter",
     "run_collective",
+    "run_schedule",
 ]
 
 Algorithm = Literal["ring", "direct", "halving_doubling", "tree", "torus2d"]
@@ -506,6 +507,11 @@ def run_collective(
     schedule = build_schedule(
         topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net
     )
+    return run_schedule(schedule, net)
+
+
+def run_schedule(schedule: Schedule, net: Network) -> CollectiveRun:
+    """Time ``schedule`` on ``net`` and check its result (any schedule, e.g. a modified one)."""
     program = fabric_program(schedule)
     data = _Data(schedule.chips, schedule.pieces)
     for step in schedule.steps:

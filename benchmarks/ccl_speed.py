@@ -1,0 +1,64 @@
+"""How fast is the collectives simulator? Wall time of the largest allreduce configs.
+
+    python benchmarks/ccl_speed.py               # 16 chips, 256 MiB, every algorithm x topology
+    python benchmarks/ccl_speed.py 8 64          # 8 chips, 64 MiB
+
+For each valid (topology, algorithm) pair it times ``allreduce`` (schedule, dependency
+graph, event-driven timing, op log and the exact functional check) and, separately,
+``collective_metrics`` and the analytic ``model``; it prints the best and worst of three
+runs, the op-log records and the simulated time. Target (issue 5): each config in at most
+a few seconds on a 2-core machine, so the gated ccl bench stays well under a minute.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from sim import load_topology
+from sim.collective_model import model
+from sim.kernels.allreduce import algorithms_for, allreduce, collective_metrics
+
+TOPOLOGIES = ("ring", "fully_connected", "switch", "torus2d")
+DIMS = {4: (2, 2), 8: (2, 4), 16: (4, 4), 32: (4, 8), 64: (8, 8)}
+
+
+def main(chips: int, mib: int) -> None:
+    base = load_topology()
+    nbytes = mib * 1024 * 1024
+    print(
+        f"allreduce of {mib} MiB on {chips} chips ({base.name}, chunk {base.chips.chunk_kib} KiB)"
+    )
+    print(
+        f"{'topology':<16} {'algorithm':<17} {'best s':>7} {'worst s':>8} {'metrics s':>9} "
+        f"{'model s':>8} {'records':>8} {'time us':>10} {'busbw':>7} {'#wrong':>6}"
+    )
+    total = 0.0
+    for kind in TOPOLOGIES:
+        topo = base.replace_chips(
+            count=chips, topology=kind, torus_dims=DIMS.get(chips, (1, chips))
+        )
+        for algorithm in algorithms_for(kind):
+            walls = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                run = allreduce(topo, nbytes, algorithm)
+                walls.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            metrics = collective_metrics(run)
+            metrics_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            model(topo, algorithm, nbytes)
+            model_s = time.perf_counter() - t0
+            total += max(walls) + metrics_s + model_s
+            print(
+                f"{kind:<16} {algorithm:<17} {min(walls):7.3f} {max(walls):8.3f} {metrics_s:9.3f} "
+                f"{model_s:8.3f} {len(run.log):8d} {metrics['time_ns'] / 1000:10.1f} "
+                f"{metrics['busbw_gbs']:7.2f} {run.wrong:6d}"
+            )
+    print(f"sum of worst-case wall times: {total:.2f} s")
+
+
+if __name__ == "__main__":
+    args = [int(a) for a in sys.argv[1:]]
+    main(*(args + [16, 256][len(args) :]))

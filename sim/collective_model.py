@@ -47,7 +47,7 @@ from sim.kernels.allreduce import ALGORITHMS, COLLECTIVES, CollectiveError, inor
 from sim.link import Network, build_network
 from sim.topology import Topology
 
-__all__ = ["CollectiveModel", "ModelStep", "model", "textbook_ps"]
+__all__ = ["CollectiveModel", "ModelStep", "lower_bounds_ps", "model", "textbook_ps"]
 
 Flow = tuple[int, int]
 
@@ -282,6 +282,33 @@ def _costs(topo: Topology, chunk_bytes: int | None) -> _Costs:
         gamma=1000.0 / float(cfg.reduce_bw),
         chunk=cfg.chunk_bytes if chunk_bytes is None else chunk_bytes,
     )
+
+
+def lower_bounds_ps(
+    topo: Topology, nbytes: int, collective: str = "allreduce"
+) -> tuple[float, float]:
+    """Times no schedule can beat: ``(bandwidth, latency)`` in ps.
+
+    Bandwidth: an allreduce chip must send ``2((p-1)/p) n`` bytes (half that for
+    reduce-scatter or all-gather) through its ``d`` links out, ``B_injection = d x link_bw``.
+    Latency: data must cross the network's diameter, and with ``d`` links out the chips that
+    have a given input can at most grow ``(d+1)``-fold per latency, so at least
+    ``max(diameter, ceil(log_{d+1} p)) a``; with one link per chip (a switch) this is the
+    textbook ``ceil(lg p) a``. (A fully connected one-shot beats ``ceil(lg p) a``: the
+    textbook bound assumes one port per chip.)
+    """
+    net = build_network(topo)
+    p = net.chips
+    if p <= 1:
+        return 0.0, 0.0
+    degree = max(len(net.out_links(c)) for c in range(p))
+    share = (2.0 if collective == "allreduce" else 1.0) * (p - 1) / p * nbytes
+    bandwidth = share * 1000 / (degree * float(topo.chips.link_bw))
+    diameter = max(net.hops(s, d) for s in range(p) for d in range(p))
+    rounds, reach = 0, 1
+    while reach < p:
+        rounds, reach = rounds + 1, reach * (degree + 1)
+    return bandwidth, float(max(diameter, rounds) * topo.chips.link_latency_ps)
 
 
 def textbook_ps(

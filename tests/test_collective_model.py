@@ -11,7 +11,7 @@ import math
 import pytest
 
 from sim import load_topology
-from sim.collective_model import model, textbook_ps
+from sim.collective_model import lower_bounds_ps, model, textbook_ps
 from sim.kernels.allreduce import CollectiveError
 from sim.topology import Topology
 
@@ -160,3 +160,24 @@ def test_model_rejects_what_it_cannot_model(algorithm: str, collective: str, mat
     """Unknown names and invalid combinations are CollectiveError with the rule."""
     with pytest.raises(CollectiveError, match=match):
         model(_topo("ring", 4), algorithm, MIB, collective)
+
+
+@pytest.mark.parametrize(
+    ("kind", "p", "latency_hops", "links_out"),
+    [
+        ("switch", 8, 3, 1),  # one port: ceil(lg 8) = 3 rounds (more than the 2-hop diameter)
+        ("ring", 8, 4, 2),  # diameter 4 beats ceil(log3 8) = 2 rounds
+        ("fully_connected", 8, 1, 7),  # one hop, one round: one-shot can reach everyone
+        ("torus2d", 16, 4, 4),  # 4x4 torus: diameter 2 + 2
+    ],
+)
+def test_lower_bounds(kind: str, p: int, latency_hops: int, links_out: int) -> None:
+    """Bandwidth bound 2((p-1)/p) n / (links out x link_bw); latency bound
+    max(diameter, ceil(log_{d+1} p)) hops of alpha (ceil(lg p) a with one port per chip)."""
+    topo = BASE.replace_chips(
+        count=p, topology=kind, torus_dims=(4, 4) if kind == "torus2d" else (1, p)
+    )
+    n = 8 * MIB
+    bandwidth, latency = lower_bounds_ps(topo, n)
+    assert bandwidth == pytest.approx(2 * (p - 1) / p * n * B / links_out, rel=1e-12)
+    assert latency == latency_hops * A

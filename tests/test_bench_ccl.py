@@ -1,0 +1,125 @@
+"""The ccl bench: its sweep, its checks, and that it gates and draws for real."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import benches.ccl as ccl
+from sim.kernels.allreduce import Message, build_schedule, run_schedule
+from sim.link import build_network
+
+ROOT = Path(__file__).resolve().parents[1]
+PICK = "p8 and 64KiB"  # one size of every gated (topology, algorithm): 17 configs, quick
+
+SLOWER_LINKS = """
+import sim.link as link
+
+_link_ps = link.Network.link_ps
+
+
+def _slower(self, nbytes):
+    return _link_ps(self, nbytes) + 100_000  # a regression: 100 ns more per transfer per link
+
+
+link.Network.link_ps = _slower
+"""
+
+
+@pytest.fixture
+def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
+    (pytester.path / "benches").mkdir()
+    (pytester.path / "baselines").mkdir()
+    shutil.copy(ROOT / "benches" / "ccl.py", pytester.path / "benches" / "ccl.py")
+    shutil.copy(ROOT / "baselines" / "ccl.json", pytester.path / "baselines" / "ccl.json")
+    return pytester
+
+
+def test_sweep_gates_eight_chips_and_leaves_the_rest_to_regen() -> None:
+    """Gated: every algorithm valid on each of the 4 topologies (torus2d only on the torus)
+    at 8 chips and 10 sizes; regen-only: the same at 4 and 16 chips."""
+    configs = ccl.BENCH.configs
+    gated = [c for c in configs if not c.regen_only]
+    assert len(gated) == (4 * 4 + 1) * 10
+    assert {c.params["chips"] for c in gated} == {8}
+    assert len(configs) == 3 * len(gated)
+    assert all(
+        c.params["topology"] == "torus2d" for c in configs if c.params["algorithm"] == "torus2d"
+    )
+    assert ccl.BENCH.config("switch-p8-halving_doubling-256MiB").params["size"] == 256 * 2**20
+
+
+def test_sizes_are_labelled_in_powers_of_1024() -> None:
+    """Labels read as nccl-tests sweeps: 1 KiB .. 256 MiB by x4."""
+    assert [ccl.size_label(s) for s in ccl.SIZES] == [
+        "1 KiB", "4 KiB", "16 KiB", "64 KiB", "256 KiB", "1 MiB", "4 MiB", "16 MiB", "64 MiB",
+        "256 MiB",
+    ]  # fmt: skip
+
+
+def test_run_reports_nccl_style_numbers() -> None:
+    """algbw = bytes / time and busbw = algbw * 2(p-1)/p (GB = 1e9 B); the model sits beside
+    the simulated time; the functional check and the bounds pass."""
+    params = {"topology": "torus2d", "chips": 8, "algorithm": "torus2d", "size": 4 * 2**20}
+    result = ccl.run(params)
+    m = result.metrics
+    assert result.ok, result.message
+    assert m["algbw_gbs"] == pytest.approx(params["size"] / m["time_ns"])
+    assert m["busbw_gbs"] == pytest.approx(m["algbw_gbs"] * 2 * 7 / 8)
+    assert m["sim_model_ratio"] == pytest.approx(m["time_ns"] / m["model_time_ns"])
+    assert m["wrong"] == 0 and m["count"] == params["size"] / 2
+    assert m["time_ns"] >= m["bound_ns"]
+
+
+def test_run_fails_a_config_whose_result_is_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schedule that double-counts one chip's input fails the item with nccl's #wrong."""
+
+    def broken(topo: Any, nbytes: int, algorithm: str) -> Any:
+        sched = build_schedule(topo, nbytes, algorithm)
+        extra = Message(0, 1, 0, sched.pieces, True)
+        steps = (*sched.steps[:-1], (*sched.steps[-1], extra))
+        return run_schedule(dataclasses.replace(sched, steps=steps), build_network(topo))
+
+    monkeypatch.setattr(ccl, "allreduce", broken)
+    result = ccl.run(
+        {"topology": "fully_connected", "chips": 8, "algorithm": "direct", "size": 4096}
+    )
+    assert not result.ok
+    assert "#wrong = 2048 of 16384 elements" in result.message
+
+
+def test_committed_baselines_cover_every_config_and_the_gated_run_passes(
+    bench_dir: pytest.Pytester,
+) -> None:
+    """baselines/ccl.json has every config of the sweep, on the topology's fingerprint; a
+    gated run passes, prints nccl-tests' columns and writes the four figures."""
+    committed = json.loads((ROOT / "baselines" / "ccl.json").read_text())
+    assert committed["fingerprint"] == ccl.TOPOLOGY.fingerprint
+    assert sorted(committed["configs"]) == sorted(c.config_id for c in ccl.BENCH.configs)
+    result = bench_dir.runpytest_subprocess(
+        "--npubench", "ccl", "-k", PICK, "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=17)
+    header = next(line for line in result.outlines if "verdict" in line and "config" in line)
+    columns = ["size_bytes [B]", "count [elements]", "time_us [us]", "algbw_gbs [GB/s]"]
+    columns += ["busbw_gbs [GB/s]", "wrong [elements]"]
+    assert [header.index(c) for c in columns] == sorted(header.index(c) for c in columns)
+    figures = bench_dir.path / "npubench-artifacts" / "ccl"
+    for name in ("busbw_vs_size", "time_vs_size", "best_algorithm", "sim_vs_model"):
+        assert (figures / f"{name}.png").stat().st_size > 10_000, name
+
+
+def test_slower_links_fail_the_gate_with_the_time_row(bench_dir: pytest.Pytester) -> None:
+    """100 ns more per link transfer makes every picked config slower than its baseline:
+    each fails with the time_ns row of the table."""
+    bench_dir.makeconftest(SLOWER_LINKS)
+    result = bench_dir.runpytest_subprocess(
+        "--npubench", "ccl", "-k", PICK, "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(failed=17)
+    result.stdout.fnmatch_lines(["*metric*baseline*current*", "*time_ns*regression*"])

@@ -89,11 +89,13 @@ def test_allreduce_sums_every_element(
     kind: str, p: int, count: int, chunk_elems: int, pick: int
 ) -> None:
     """Any algorithm, topology, chip count (1, 2, odd, non powers of two), size (also not
-    divisible by p) and chunking leaves every chip with the element-wise sum of all inputs."""
+    divisible by p) and chunking leaves every chip with the element-wise sum of all inputs,
+    moving at most one chunk per transfer."""
     topo = _topo(kind, p)
     algos = algorithms_for(kind)
     run = allreduce(topo, count * BPE, algos[pick % len(algos)], chunk_bytes=chunk_elems * BPE)
     assert run.wrong == 0
+    assert int(run.log.nbytes.max(initial=0)) <= chunk_elems * BPE, "a transfer exceeds a chunk"
     want = _inputs(p, count).sum(axis=0)
     for chip in range(p):
         np.testing.assert_array_equal(run.values(chip), want)

@@ -311,6 +311,8 @@ def _torus2d(sched: _Plan, net: Network) -> Steps:
 
 @dataclass(frozen=True)
 class _Plan:
+    """What an algorithm builder needs: the collective and the piece partition."""
+
     collective: Collective
     chips: int
     pieces: int
@@ -360,6 +362,7 @@ def build_schedule(
     chunk = topo.chips.chunk_bytes if chunk_bytes is None else chunk_bytes
     if chunk < bpe:
         raise CollectiveError(f"chunk size {chunk} bytes is smaller than one element ({bpe} B)")
+    chunk -= chunk % bpe  # whole elements, so a piece never exceeds a chunk
     p = topo.chips.count
     count = nbytes // bpe
     k = max(1, math.ceil(-(-count // p) * bpe / chunk))

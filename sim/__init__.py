@@ -5,12 +5,15 @@
     from sim import load_topology, run_gemm, gemm_metrics
     run = run_gemm("512x512x512", "double_buffer", load_topology("npu-1h"))
     gemm_metrics(run)["latency_ns"]
+    allreduce(load_topology("npu-1h"), 64 << 20, "ring").time_ps
 """
 
 from __future__ import annotations
 
 from sim.analysis import busy_ps, gemm_metrics
+from sim.collective_model import model as collective_model
 from sim.core import SimulationError, simulate, simulate_reference
+from sim.kernels.allreduce import all_gather, allreduce, collective_metrics, reduce_scatter
 from sim.kernels.gemm import (
     VARIANTS,
     GemmShape,
@@ -22,26 +25,36 @@ from sim.kernels.gemm import (
 )
 from sim.model import gemm_model, roofline_tflops
 from sim.oplog import OpLog
+from sim.program import ProgramBuilder
 from sim.topology import Topology, TopologyError, available_topologies, load_topology
+from sim.trace import chrome_trace, write_trace
 
 __all__ = [
     "VARIANTS",
     "GemmShape",
     "OpLog",
+    "ProgramBuilder",
     "ShapeError",
     "SimulationError",
     "SramCapacityError",
     "Topology",
     "TopologyError",
+    "all_gather",
+    "allreduce",
     "available_topologies",
     "busy_ps",
     "check_coverage",
+    "chrome_trace",
+    "collective_metrics",
+    "collective_model",
     "functional_check",
     "gemm_metrics",
     "gemm_model",
     "load_topology",
+    "reduce_scatter",
     "roofline_tflops",
     "run_gemm",
     "simulate",
     "simulate_reference",
+    "write_trace",
 ]

@@ -1,4 +1,5 @@
-"""Analytic GEMM models: ideal-pipeline latency and utilisation, and roofline bounds.
+"""Analytic models: GEMM ideal-pipeline latency, utilisation and roofline bounds (here), and the
+collectives' alpha-beta-gamma models (``sim.collective_model``, re-exported here).
 
 Every constant comes from the :class:`~sim.topology.Topology` the simulator also reads
 (the predecessor copied ``HBM_GBS = 256.0``, ``T_STAGE = 16.0``, ``D_STAGES = 3`` and
@@ -17,11 +18,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.collective_model import lower_bounds_ps, textbook_ps
+from sim.collective_model import model as collective_model
 from sim.hbm import transfer_channels
 from sim.kernels.gemm import GemmProgram, GemmShape
 from sim.topology import Topology, ps_for_bytes
 
-__all__ = ["GemmModel", "gemm_model", "roofline_tflops"]
+__all__ = [
+    "GemmModel",
+    "collective_model",
+    "gemm_model",
+    "lower_bounds_ps",
+    "roofline_tflops",
+    "textbook_ps",
+]
 
 
 @dataclass(frozen=True)

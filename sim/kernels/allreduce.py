@@ -166,32 +166,27 @@ Steps = list[list[Message]]
 Ring = tuple[Sequence[int], Sequence[tuple[int, int]]]  # chips in ring order, range per position
 
 
+def _ring_pass(rings: Sequence[Ring], lag: int, reduce: bool) -> Steps:
+    """n-1 steps around each ring: at step s position q sends range (q-lag-s) to q+1."""
+    n = len(rings[0][0]) if rings else 0
+    return [
+        [
+            Message(chips[q], chips[(q + 1) % n], *ranges[(q - lag - s) % n], reduce)
+            for chips, ranges in rings
+            for q in range(n)
+        ]
+        for s in range(n - 1)
+    ]
+
+
 def _ring_reduce_scatter(rings: Sequence[Ring]) -> Steps:
     """Position q ends with the sum of range q: at step s it sends range (q-1-s) to q+1."""
-    n = len(rings[0][0]) if rings else 0
-    steps: Steps = []
-    for s in range(n - 1):
-        step = []
-        for chips, ranges in rings:
-            for q in range(n):
-                lo, hi = ranges[(q - 1 - s) % n]
-                step.append(Message(chips[q], chips[(q + 1) % n], lo, hi, True))
-        steps.append(step)
-    return steps
+    return _ring_pass(rings, lag=1, reduce=True)
 
 
 def _ring_all_gather(rings: Sequence[Ring]) -> Steps:
     """Position q starts with range q: at step s it forwards range (q-s) to q+1."""
-    n = len(rings[0][0]) if rings else 0
-    steps: Steps = []
-    for s in range(n - 1):
-        step = []
-        for chips, ranges in rings:
-            for q in range(n):
-                lo, hi = ranges[(q - s) % n]
-                step.append(Message(chips[q], chips[(q + 1) % n], lo, hi, False))
-        steps.append(step)
-    return steps
+    return _ring_pass(rings, lag=0, reduce=False)
 
 
 def _ring(sched: _Plan, net: Network) -> Steps:

@@ -17,10 +17,9 @@ from pytest_npubench.compare import ConfigResult
 from pytest_npubench.report import (
     explanation,
     gate_failures,
+    metric_cell,
     metric_rows,
-    number,
     ordered,
-    percent,
     regen_command,
     summary_columns,
 )
@@ -173,12 +172,7 @@ def _bench_section(
             f'<td class="id">{escape(r.verdict)}</td>',
             f'<td class="id">{escape(r.config_id)}</td>',
         ]
-        for name in columns:
-            value = number(r.metrics.get(name))
-            c = r.comparisons.get(name)
-            if c is not None and c.change != 0.0:
-                value += f" ({percent(c.change)})"
-            cells.append(f"<td>{escape(value)}</td>")
+        cells += [f"<td>{escape(metric_cell(r, name))}</td>" for name in columns]
         link = trace_link(bench, r.config_id)
         cells.append(f'<td><a href="{escape(link)}">trace</a></td>' if link else "<td></td>")
         rows.append(f'<tr class="{escape(r.verdict)}">{"".join(cells)}</tr>')

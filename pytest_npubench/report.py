@@ -143,18 +143,21 @@ def ordered(results: Mapping[str, ConfigResult]) -> list[ConfigResult]:
     return sorted(listed, key=lambda r: (verdict_rank(r.verdict), listed.index(r)))
 
 
+def metric_cell(result: ConfigResult, name: str) -> str:
+    """A metric's value for a table, with its change against the baseline when it moved."""
+    value = number(result.metrics.get(name))
+    comparison = result.comparisons.get(name)
+    if comparison is not None and comparison.change != 0.0:
+        value += f" ({percent(comparison.change)})"
+    return value
+
+
 def bench_table(bench: Bench, results: Mapping[str, ConfigResult]) -> list[str]:
     """The terminal table of one bench: one line per config, key metrics and their changes."""
     columns = summary_columns(bench)
     rows = [["verdict", "config", *(f"{c} [{bench.metrics[c].unit}]" for c in columns)]]
     for result in ordered(results):
-        cells = []
-        for name in columns:
-            value = number(result.metrics.get(name))
-            comparison = result.comparisons.get(name)
-            if comparison is not None and comparison.change != 0.0:
-                value += f" ({percent(comparison.change)})"
-            cells.append(value)
+        cells = [metric_cell(result, name) for name in columns]
         rows.append([result.verdict, result.config_id, *cells])
     return table(rows)
 

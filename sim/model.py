@@ -75,9 +75,9 @@ def gemm_model(shape: GemmShape, variant: str, topo: Topology) -> GemmModel:
     n = p.tile_ops
     setup, lat, f, t = prog.setup, prog.lat, prog.fetch_ps, prog.T
     drain = prog.retire
-    a0, b0 = prog._a_addr(0, 0), prog._b_addr(0, 0)
+    a0, b0 = prog.a_addr(0, 0), prog.b_addr(0, 0)
     load_in = setup + _burst_time(prog, [(a0, p.a_bytes), (b0, p.b_bytes)]) + lat
-    store = setup + _burst_time(prog, [(prog._c_addr(0), p.c_bytes)]) + lat
+    store = setup + _burst_time(prog, [(prog.c_addr(0), p.c_bytes)]) + lat
     if prog.mode == "load_ref":
         fill, ii = load_in + f, float(load_in + f)
     elif prog.mode == "double_buffer":

@@ -286,13 +286,13 @@ class GemmProgram:
         return b * self.Kt
 
     # addresses ----------------------------------------------------------------------
-    def _a_addr(self, mi: int, ki: int) -> int:
+    def a_addr(self, mi: int, ki: int) -> int:
         return self.a_base + (mi * self.Kt + ki) * self.plan.a_bytes
 
-    def _b_addr(self, ki: int, ni: int) -> int:
+    def b_addr(self, ki: int, ni: int) -> int:
         return self.b_base + (ki * self.Nt + ni) * self.plan.b_bytes
 
-    def _c_addr(self, j: int) -> int:
+    def c_addr(self, j: int) -> int:
         return self.c_base + j * self.plan.c_bytes
 
     def _dma(
@@ -304,7 +304,7 @@ class GemmProgram:
     def _cout(self, j: int, gl: int = -1) -> Op:
         if gl < 0:
             gl = self.gemm_id(j * self.Kt + self.Kt - 1)
-        return self._dma(C_ENG, (gl,), DMA_OUT, self._c_addr(j), self.plan.c_bytes, -1)
+        return self._dma(C_ENG, (gl,), DMA_OUT, self.c_addr(j), self.plan.c_bytes, -1)
 
     # blocks -------------------------------------------------------------------------
     def block_ops(self, b: int) -> list[Op]:
@@ -366,16 +366,16 @@ class GemmProgram:
         if self.mode == "panel":
             if i == 0:
                 yield self._panel_load(0)
-            yield self._dma(B_ENG, buf, DMA_IN, self._b_addr(ki, ni), p.b_bytes, i)
+            yield self._dma(B_ENG, buf, DMA_IN, self.b_addr(ki, ni), p.b_bytes, i)
             if i % self.RK == 0 and mi + 1 < self.Mt:
                 yield self._panel_load(mi + 1)
             return
-        yield self._dma(A_ENG, buf, DMA_IN, self._a_addr(mi, ki), p.a_bytes, i)
-        yield self._dma(B_ENG, buf, DMA_IN, self._b_addr(ki, ni), p.b_bytes, i)
+        yield self._dma(A_ENG, buf, DMA_IN, self.a_addr(mi, ki), p.a_bytes, i)
+        yield self._dma(B_ENG, buf, DMA_IN, self.b_addr(ki, ni), p.b_bytes, i)
 
     def _panel_load(self, r: int) -> Op:
         deps = (self.fetch_id((r - 1) * self.RK - 1),) if r >= 2 else ()
-        return self._dma(A_ENG, deps, DMA_IN, self._a_addr(r, 0), self.Kt * self.plan.a_bytes, -1)
+        return self._dma(A_ENG, deps, DMA_IN, self.a_addr(r, 0), self.Kt * self.plan.a_bytes, -1)
 
     def live(self, b: int) -> dict[int, tuple[int, ...]]:
         """Ops before block b that later blocks depend on, with the consumers' resources."""
@@ -408,10 +408,8 @@ class GemmProgram:
         return live
 
     def resources(self, b: int) -> tuple[int, ...]:
-        if self.mode == "whole" and b > 0:
+        if self.mode == "whole" and b > 0:  # A and B were staged in block 0
             return (C_ENG, self.fetch_res, self.pe_res)
-        if self.mode == "panel":
-            return (A_ENG, B_ENG, C_ENG, self.fetch_res, self.pe_res)
         return (A_ENG, B_ENG, C_ENG, self.fetch_res, self.pe_res)
 
     def block_sig(self, b: int) -> Hashable:
@@ -420,12 +418,12 @@ class GemmProgram:
         sig: tuple[object, ...] = (
             min(b, 3),
             min(self.num_blocks - 1 - b, 3),
-            self._a_addr(mi, 0) % s,
-            self._b_addr(0, ni) % s,
-            self._c_addr(b) % s,
+            self.a_addr(mi, 0) % s,
+            self.b_addr(0, ni) % s,
+            self.c_addr(b) % s,
         )
         if self.mode == "panel":
-            sig += (ni == 0, min(mi, 1), mi == self.Mt - 1, self._a_addr(mi + 1, 0) % s)
+            sig += (ni == 0, min(mi, 1), mi == self.Mt - 1, self.a_addr(mi + 1, 0) % s)
         return sig
 
 

@@ -254,14 +254,16 @@ def _stage_breakdown(grid: dict[Shape, dict[str, ConfigResult]], path: Path) -> 
         y=0.995,
         fontsize=11,
     )
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.8 / (3.2 * rows)))
+    height = 3.2 * rows  # inches; keep ~1 inch on top for the title and the legend
+    fig.tight_layout()
+    fig.subplots_adjust(top=1 - 1.0 / height)
     fig.legend(
         handles,
         labels,
         loc="upper center",
         ncol=5,
         frameon=False,
-        bbox_to_anchor=(0.5, 1 - 0.45 / (3.2 * rows)),
+        bbox_to_anchor=(0.5, 1 - 0.42 / height),
     )
     return _save(fig, path)
 

@@ -186,8 +186,9 @@ class BenchItem(pytest.Item):
             return
         if result.verdict == "new":
             raise BenchFailure(missing_baseline_message(bench, result, where))
-        if result.verdict == "regression" or (result.verdict == "improved" and state.strict):
-            raise BenchFailure(failure_message(bench, result, where, state.strict))
+        failing = ("regression", "improved") if state.fail_improvements else ("regression",)
+        if result.verdict in failing:
+            raise BenchFailure(failure_message(bench, result, where, state.fail_improvements))
 
     def repr_failure(
         self,

@@ -87,7 +87,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="npubench_strict",
         action="store_true",
         default=False,
-        help="fail on any change beyond tolerance, improvements too",
+        help="fail on any change beyond tolerance, improvements too (the default; this flag "
+        "overrides --npubench-allow-improvements and the ini setting)",
+    )
+    group.addoption(
+        "--npubench-allow-improvements",
+        dest="npubench_allow_improvements",
+        action="store_true",
+        default=False,
+        help="let a gated metric that got better beyond tolerance pass (listed for acceptance); "
+        "by default it fails until accepted with --regen-baselines",
     )
     group.addoption(
         "--npubench-prune",
@@ -127,6 +136,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="paths",
         default=[],
         help="files or folders of bench modules (default: benches)",
+    )
+    parser.addini(
+        "npubench_allow_improvements",
+        type="bool",
+        default=False,
+        help="as --npubench-allow-improvements: improvements beyond tolerance pass "
+        "(default: false, they fail until accepted)",
     )
     parser.addini(
         "npubench_baselines",

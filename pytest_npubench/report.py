@@ -65,8 +65,15 @@ def metric_rows(bench: Bench, result: ConfigResult, names: Sequence[str]) -> lis
     return rows
 
 
-def gate_failures(bench: Bench, result: ConfigResult, strict: bool = False) -> list[str]:
-    """The gated metrics that fail this result (worse beyond tolerance; any change if strict)."""
+IMPROVEMENT_NOTE = (
+    "an improvement beyond tolerance fails until accepted: left unaccepted, it would hide a "
+    "later regression of the same size (--npubench-allow-improvements lets it pass)"
+)
+
+
+def gate_failures(bench: Bench, result: ConfigResult, strict: bool = True) -> list[str]:
+    """The gated metrics that fail this result: changed beyond tolerance (only worse ones when
+    improvements are allowed, ``strict=False``)."""
     bad = ("regression", "improved") if strict else ("regression",)
     return [n for n, c in result.comparisons.items() if c.verdict in bad and bench.metrics[n].gate]
 
@@ -107,7 +114,9 @@ def failure_message(bench: Bench, result: ConfigResult, baseline_path: str, stri
     """Why an item failed its gate: a small table, where the time went, the accepting command."""
     name = item_name(bench.name, result.config_id)
     failing = gate_failures(bench, result, strict)
-    what = "changed" if strict else "got worse"
+    improved = any(result.comparisons[n].verdict == "improved" for n in failing)
+    worse = any(result.comparisons[n].verdict == "regression" for n in failing)
+    what = "got worse" if not improved else "got better" if not worse else "changed"
     lines = [
         f"{name}: {len(failing)} gated metric(s) {what} beyond tolerance "
         f"(baseline: {baseline_path})",
@@ -116,6 +125,8 @@ def failure_message(bench: Bench, result: ConfigResult, baseline_path: str, stri
         *(f"  {line}" for line in explanation(bench, result)),
         f"if the change is intended, accept it with: {regen_command(bench.name, result.config_id)}",
     ]
+    if improved:
+        lines.append(IMPROVEMENT_NOTE)
     return "\n".join(lines)
 
 

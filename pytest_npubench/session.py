@@ -33,7 +33,12 @@ class NpubenchSession:
         option = config.option
         self.names: tuple[str, ...] | None = option.npubench
         self.regen: bool = option.npubench_regen
-        self.strict: bool = option.npubench_strict
+        allow = option.npubench_allow_improvements or bool(
+            config.getini("npubench_allow_improvements")
+        )
+        #: An improvement beyond tolerance fails unless allowed (ADR 0007): left unaccepted,
+        #: it would hide a later regression of the same size.
+        self.fail_improvements: bool = option.npubench_strict or not allow
         self.prune: bool = option.npubench_prune
         self.is_worker = hasattr(config, "workerinput")
         self.bench_paths = _bench_paths(config)
@@ -430,7 +435,7 @@ class NpubenchSession:
     def _improved_lines(
         self, tr: pytest.TerminalReporter, bench: Bench, results: Mapping[str, ConfigResult]
     ) -> None:
-        if self.regen or self.strict:
+        if self.regen or self.fail_improvements:
             return
         for r in results.values():
             if r.verdict == "improved":

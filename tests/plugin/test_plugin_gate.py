@@ -22,14 +22,18 @@ def test_within_tolerance_passes_beyond_fails(project: Project) -> None:
 
 
 def test_higher_is_better_metric_fails_when_it_drops(project: Project) -> None:
-    """throughput (direction higher, tolerance 0) fails on any drop and passes on a rise."""
+    """throughput (direction higher, tolerance 0) fails on any drop as a regression; a rise
+    is an improvement (it fails until accepted, passes when improvements are allowed)."""
     gated_project(project)
     project.knobs(throughput=9.0)
     result = project.run("--npubench", "toy")
     result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(["  throughput  10        9        -10.00%  0.00%      regression"])
     project.knobs(throughput=11.0)
-    project.run("--npubench", "toy").assert_outcomes(passed=4)
+    result = project.run("--npubench", "toy")
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines(["  throughput  10        11       +10.00%  0.00%      improved"])
+    project.run("--npubench", "toy", "--npubench-allow-improvements").assert_outcomes(passed=4)
 
 
 def test_ungated_metric_never_fails(project: Project) -> None:

@@ -377,6 +377,7 @@ BENCH = Bench(
     regen_only=lambda p: p["chips"] != GATED_CHIPS,
     figures=figures,
     fingerprint=lambda: TOPOLOGY.fingerprint,
+    topology=TOPOLOGY.to_dict,
     meta=meta,
     summary_metrics=["size_bytes", "count", "time_us", "algbw_gbs", "busbw_gbs", "wrong"],
     trace=trace,

@@ -417,6 +417,7 @@ BENCH = Bench(
     regen_only=lambda p: tuple(p["shape"]) in REGEN_ONLY,
     figures=figures,
     fingerprint=lambda: TOPOLOGY.fingerprint,
+    topology=TOPOLOGY.to_dict,
     meta=meta,
     summary_metrics=["latency_ns", "mac_util", "useful_eff", "hbm_bytes"],
     explain=explain,

@@ -34,6 +34,7 @@ class BenchArtifacts:
     fingerprint: str | None
     baseline_file: str
     figures: Sequence[Path] = ()
+    notes: Sequence[str] = ()
 
 
 def figure_inputs(results: Mapping[str, ConfigResult]) -> dict[str, ConfigResult]:
@@ -102,6 +103,7 @@ def results_document(benches: Sequence[BenchArtifacts]) -> str:
             },
             "configs": {cid: r.to_json() for cid, r in art.results.items()},
             "figures": [p.as_posix() for p in art.figures],
+            "notes": list(art.notes),
         }
     return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
@@ -112,6 +114,7 @@ def write(
     problems: Sequence[str],
     regen: bool,
     trace_path: Callable[[Bench, str], Path] | None = None,
+    fail_improvements: bool = True,
 ) -> list[Path]:
     """Write results.json, summary.md and index.html into ``root``; return the files written."""
     results = root / "results.json"
@@ -119,7 +122,8 @@ def write(
     index = root / "index.html"
     write_atomic(results, results_document(benches))
     rows = [(art.bench, art.results, art.figures) for art in benches]
-    write_atomic(summary, summary_markdown(rows, problems, regen))
+    notes = {art.bench.name: list(art.notes) for art in benches if art.notes}
+    write_atomic(summary, summary_markdown(rows, problems, regen, notes))
 
     def trace_link(bench: Bench, config_id: str) -> str | None:
         if trace_path is None:
@@ -127,5 +131,5 @@ def write(
         path = trace_path(bench, config_id)
         return _relative(path, root).as_posix() if path.is_file() else None
 
-    write_atomic(index, render_index(rows, problems, regen, trace_link))
+    write_atomic(index, render_index(rows, problems, regen, trace_link, notes, fail_improvements))
     return [results, summary, index]

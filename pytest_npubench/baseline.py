@@ -40,6 +40,7 @@ class BaselineFile:
     fingerprint: str | None
     meta: dict[str, Any] = field(default_factory=dict)
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    topology: dict[str, Any] | None = None
 
     def metrics(self, config_id: str) -> dict[str, float] | None:
         """The baseline metric values of one config, or None if it has no entry."""
@@ -55,6 +56,8 @@ class BaselineFile:
             "meta": self.meta,
             "configs": self.entries,
         }
+        if self.topology is not None:
+            data["topology"] = self.topology
         return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
@@ -99,7 +102,10 @@ def _parse(path: Path, data: object) -> BaselineFile:
         raise BaselineError(path, "'configs' must be an object of config id to entry")
     for cid, entry in configs.items():
         _check_entry(path, cid, entry)
-    return BaselineFile(str(data.get("bench", "")), fingerprint, meta, configs)
+    topology = data.get("topology")
+    if topology is not None and not isinstance(topology, dict):
+        raise BaselineError(path, "'topology' must be an object of key to value")
+    return BaselineFile(str(data.get("bench", "")), fingerprint, meta, configs, topology)
 
 
 def _check_entry(path: Path, cid: str, entry: object) -> None:
@@ -155,6 +161,8 @@ class RegenReport:
     dropped: list[str] = field(default_factory=list)
     fingerprint_changed: bool = False
     old_fingerprint: str | None = None
+    topology_changes: list[str] = field(default_factory=list)
+    not_remeasured: list[str] = field(default_factory=list)
     replaced_corrupt: str = ""
     written: bool = False
 
@@ -168,19 +176,21 @@ def merge(
     meta: Mapping[str, Any],
     prune: bool,
     report: RegenReport,
+    topology: dict[str, Any] | None = None,
 ) -> BaselineFile:
     """The new baseline file: this run's results over the old entries.
 
     Entries not run are kept; entries of configs the bench no longer has are kept unless
-    ``prune``; if the fingerprint changed, entries not re-measured are dropped (they were
-    measured on something else).
+    ``prune``. If the fingerprint changed (a what-if accepted), every re-measured entry is
+    reported against its old values; configs of the bench not re-measured are listed in
+    ``report.not_remeasured`` (the caller must not write a file that mixes two topologies) and
+    entries of configs the bench no longer has are dropped.
     """
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, dict[str, Any]] = {} if old is None else dict(old.entries)
     if old is not None and old.fingerprint != fingerprint:
         report.fingerprint_changed = True
         report.old_fingerprint = old.fingerprint
-    elif old is not None:
-        entries = dict(old.entries)
+        report.topology_changes = topology_diff(old.topology, topology)
     ran: set[str] = set()
     for result in results:
         if result.source != "run" or result.verdict in ("error", "failed-check"):
@@ -194,7 +204,25 @@ def merge(
             "params": json_params(result.params),
         }
     _sort_out_unrun(bench, old, entries, ran, prune, report)
-    return BaselineFile(bench.name, fingerprint, json.loads(json.dumps(dict(meta))), entries)
+    meta_copy = json.loads(json.dumps(dict(meta)))
+    return BaselineFile(bench.name, fingerprint, meta_copy, entries, topology)
+
+
+def topology_diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[str]:
+    """``key old -> new`` for every flat topology key that differs (empty if either is unknown)."""
+    if old is None or new is None:
+        return []
+    missing = "(none)"
+    return [
+        f"{key} {_value_text(old.get(key, missing))} -> {_value_text(new.get(key, missing))}"
+        for key in sorted(set(old) | set(new))
+        if old.get(key, missing) != new.get(key, missing)
+    ]
+
+
+def _value_text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _record(
@@ -228,7 +256,10 @@ def _sort_out_unrun(
     for cid in sorted(old.entries):
         if cid in ran:
             continue
-        if report.fingerprint_changed:
+        if report.fingerprint_changed and bench.has_config(cid):
+            report.not_remeasured.append(cid)
+        elif report.fingerprint_changed:
+            entries.pop(cid, None)
             report.dropped.append(cid)
         elif bench.has_config(cid):
             report.kept.append(cid)

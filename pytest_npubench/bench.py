@@ -101,6 +101,9 @@ class Bench:
     stage got busier); without it, the recorded metrics that changed most are listed.
     ``trace(params, path, limit)`` writes a trace-event JSON of one config to ``path`` (at most
     ``limit`` events) when the run asks for ``--npubench-trace``.
+    ``topology()`` returns the normalised content of what the numbers are measured on (nested
+    mappings of plain values); baselines store it beside ``fingerprint()``, so a run on other
+    hardware (a what-if) names the keys that changed.
     """
 
     name: str
@@ -116,6 +119,7 @@ class Bench:
     summary_metrics: Sequence[str] | None = None
     explain: ExplainFn | None = None
     trace: TraceFn | None = None
+    topology: Callable[[], Mapping[str, Any]] | None = None
     _configs: tuple[BenchConfig, ...] = field(init=False, repr=False)
     _by_id: dict[str, BenchConfig] = field(init=False, repr=False)
 
@@ -188,7 +192,16 @@ class Bench:
         for arg in ("run", "fingerprint"):
             if not callable(getattr(self, arg)):
                 raise TypeError(f"bench {self.name!r}: {arg}= must be callable")
-        for arg in ("config_id", "exclude", "regen_only", "figures", "meta", "explain", "trace"):
+        for arg in (
+            "config_id",
+            "exclude",
+            "regen_only",
+            "figures",
+            "meta",
+            "explain",
+            "trace",
+            "topology",
+        ):
             value = getattr(self, arg)
             if value is not None and not callable(value):
                 raise TypeError(f"bench {self.name!r}: {arg}= must be callable or None")
@@ -271,6 +284,19 @@ def json_value(value: Any) -> Any:
     if isinstance(value, numbers.Real):
         return float(value)
     return str(value)
+
+
+def flat_content(content: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as one flat dict of dotted keys (``{"dma": {"setup_ns": 32}}`` ->
+    ``{"dma.setup_ns": 32}``), values JSON-friendly."""
+    flat: dict[str, Any] = {}
+    for key, value in content.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flat_content(value, f"{name}."))
+        else:
+            flat[name] = json_value(value)
+    return flat
 
 
 def json_params(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -51,13 +51,16 @@ def render_index(
     problems: Sequence[str],
     regen: bool,
     trace_link: TraceLink,
+    notes: Mapping[str, Sequence[str]] | None = None,
+    fail_improvements: bool = True,
 ) -> str:
     """The whole page as a string."""
+    verdicts = FAILING + (("improved",) if fail_improvements and not regen else ())
     failing = [
         (bench, r)
         for bench, results, _ in benches
         for r in ordered(results)
-        if r.verdict in FAILING
+        if r.verdict in verdicts
     ]
     parts = [
         "<!doctype html>",
@@ -67,6 +70,9 @@ def render_index(
         "<h1>npubench report</h1>",
         _status(benches, failing, problems, regen),
     ]
+    for name, lines in (notes or {}).items():
+        parts.append(f'<div class="card"><h3>{escape(name)}: hardware what-if</h3>')
+        parts.append(f"<pre>{escape(chr(10).join(lines))}</pre></div>")
     if failing:
         parts.append("<h2>Regressions and failures</h2>")
         parts += [_failure_card(bench, r, trace_link) for bench, r in failing]
@@ -103,7 +109,7 @@ def _status(
 def _failure_card(bench: Bench, result: ConfigResult, trace_link: TraceLink) -> str:
     title = f"{bench.name}[{result.config_id}]: {result.verdict}"
     body = [f'<div class="card"><h3>{escape(title)}</h3>']
-    if result.verdict == "regression":
+    if result.verdict in ("regression", "improved"):
         rows = metric_rows(bench, result, gate_failures(bench, result))
         body.append(_table(rows))
         why = explanation(bench, result)

@@ -183,6 +183,8 @@ def regen_lines(report: RegenReport, relpath: str, verbose: bool) -> list[str]:
         lines.append(f"  replaced the unreadable file ({report.replaced_corrupt})")
     if report.fingerprint_changed:
         lines.append(f"  fingerprint changed (was {report.old_fingerprint})")
+        if report.topology_changes:
+            lines.append(f"  topology changed: {', '.join(report.topology_changes)}")
     lines += _id_list("added", report.added)
     for cid, deltas in report.changed.items():
         text = ", ".join(f"{m} {percent(c)} -> {number(v)}" for m, c, v in deltas) or "keys"
@@ -194,6 +196,18 @@ def regen_lines(report: RegenReport, relpath: str, verbose: bool) -> list[str]:
     lines += _id_list("pruned", report.pruned)
     lines += _id_list("dropped (measured on the old fingerprint)", report.dropped)
     return lines
+
+
+def mixed_topology_message(bench: Bench, report: RegenReport, relpath: str) -> str:
+    """Why a regen under a changed topology did not write: some configs were not re-measured."""
+    ids = report.not_remeasured
+    shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+    return (
+        f"{relpath}: not written: it was measured on {report.old_fingerprint}, this run uses "
+        f"another topology, and {len(ids)} config(s) of bench {bench.name!r} were not "
+        f"re-measured ({shown}); a baseline holds one topology, so re-measure them all: "
+        f"{regen_command(bench.name)} (without -k)"
+    )
 
 
 def _id_list(label: str, ids: Sequence[str], count: int = 0) -> list[str]:
@@ -209,9 +223,12 @@ def summary_markdown(
     benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
     problems: Sequence[str],
     regen: bool = False,
+    notes: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """summary.md: counts per bench, then regressions, improvements and new configs."""
     lines = ["# npubench summary", ""]
+    for name, note_lines in (notes or {}).items():
+        lines += [f"**{name}: hardware what-if**", "", "```", *note_lines, "```", ""]
     lines += ["| bench | configs | verdicts |", "|---|---|---|"]
     for bench, results, _ in benches:
         counts: dict[str, int] = {}

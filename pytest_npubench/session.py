@@ -10,17 +10,32 @@ import inspect
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_npubench import artifacts
-from pytest_npubench.baseline import BaselineError, BaselineFile, RegenReport, load, merge
+from pytest_npubench.baseline import (
+    BaselineError,
+    BaselineFile,
+    RegenReport,
+    load,
+    merge,
+    topology_diff,
+)
 from pytest_npubench.baseline import write_atomic as write_baseline
-from pytest_npubench.bench import Bench, Metric
+from pytest_npubench.bench import Bench, Metric, flat_content
 from pytest_npubench.compare import Comparison, ConfigResult, compare_metric
 from pytest_npubench.discover import BenchImportError, discover
 from pytest_npubench.item import BenchCollector, BenchItem, bench_traceback
-from pytest_npubench.report import bench_table, item_name, percent, regen_command, regen_lines
+from pytest_npubench.report import (
+    bench_table,
+    item_name,
+    mixed_topology_message,
+    percent,
+    regen_command,
+    regen_lines,
+)
 
 STATE_KEY = pytest.StashKey["NpubenchSession"]()
 
@@ -56,6 +71,7 @@ class NpubenchSession:
         self.artifact_files: list[Path] = []
         self._baselines: dict[str, BaselineFile | None] = {}
         self._baseline_errors: dict[str, BaselineError] = {}
+        self._whatif: dict[str, list[str]] = {}
 
     # -- paths ------------------------------------------------------------------------------
 
@@ -206,7 +222,7 @@ class NpubenchSession:
 
     def baseline_problem(self, bench: Bench) -> str:
         """Why the bench cannot be gated against its baseline file ('' if it can)."""
-        baseline = self.baseline_file(bench)
+        self.baseline_file(bench)  # loads it, recording any error
         where = self.relpath(self.baseline_path(bench))
         error = self._baseline_errors.get(bench.name)
         if error is not None and (error.advice or not self.regen):
@@ -215,16 +231,39 @@ class NpubenchSession:
                 "(a regen replaces the whole file)"
             )
             return f"bench {bench.name!r}: {where} {error.problem}; {advice}"
-        if baseline is None or self.regen:
-            return ""
-        current = bench.fingerprint()
-        if baseline.fingerprint != current:
-            return (
-                f"bench {bench.name!r}: baselines were measured on {baseline.fingerprint!r}; "
-                f"this run uses {current!r}; run {regen_command(bench.name)} "
-                f"to re-measure them ({where})"
-            )
         return ""
+
+    def topology_content(self, bench: Bench) -> dict[str, Any] | None:
+        """The bench's normalised topology as flat dotted keys, or None if it gives none."""
+        if bench.topology is None:
+            return None
+        return flat_content(bench.topology())
+
+    def whatif_lines(self, bench: Bench) -> list[str]:
+        """Lines naming how this run's hardware differs from the baseline's ([] if it does not).
+
+        A what-if is not an error: every config is compared as usual, and the run fails until
+        the new numbers are accepted with --regen-baselines (DESIGN, Baselines; ADR 0007).
+        """
+        if bench.name in self._whatif:
+            return self._whatif[bench.name]
+        lines: list[str] = []
+        baseline = None if self.regen else self.baseline_file(bench)
+        current = self._fingerprint(bench) if baseline is not None else None
+        if baseline is not None and current is not None and baseline.fingerprint != current:
+            where = self.relpath(self.baseline_path(bench))
+            changes = topology_diff(baseline.topology, self.topology_content(bench))
+            lines.append(
+                f"what-if: {where} was measured on {baseline.fingerprint}; this run uses "
+                f"{current}; every config is compared against it"
+            )
+            if changes:
+                lines.append("  changed: " + ", ".join(changes))
+            else:
+                lines.append("  (the baseline does not record the topology's content)")
+            lines.append(f"  to accept the new numbers: {regen_command(bench.name)}")
+        self._whatif[bench.name] = lines
+        return lines
 
     # -- default hook implementations ------------------------------------------------------
 
@@ -288,6 +327,9 @@ class NpubenchSession:
         if not results or not self._load_for_regen(bench, report):
             return
         text = self._merged_text(bench, results, report)
+        if text is not None and report.not_remeasured:
+            self._problem(mixed_topology_message(bench, report, self.relpath(report.path)))
+            text = None
         if text is not None and self._write_if_changed(report, text):
             self.regen_reports.append(report)
 
@@ -315,6 +357,7 @@ class NpubenchSession:
                 meta=bench.meta() if bench.meta else {},
                 prune=self.prune,
                 report=report,
+                topology=self.topology_content(bench),
             )
             return merged.render()
         except Exception as exc:
@@ -352,12 +395,13 @@ class NpubenchSession:
                         self._fingerprint(bench),
                         self.relpath(self.baseline_path(bench)),
                         self._draw(bench, results),
+                        self.whatif_lines(bench),
                     )
                 )
         try:
             problems = [p for p, _ in self.problems]
             self.artifact_files = artifacts.write(
-                root, entries, problems, self.regen, self.trace_path
+                root, entries, problems, self.regen, self.trace_path, self.fail_improvements
             )
         except OSError as exc:
             self._problem(f"could not write the artifacts to {self.relpath(root)}: {exc!r}")
@@ -401,6 +445,8 @@ class NpubenchSession:
             results = self.ordered_results(bench)
             if results:
                 tr.write_sep("-", f"npubench: {bench.name}")
+                for line in self.whatif_lines(bench):
+                    tr.write_line(line, yellow=True)
                 for line in bench_table(bench, results):
                     tr.write_line(line)
                 self._improved_lines(tr, bench, results)

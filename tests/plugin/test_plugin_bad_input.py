@@ -138,25 +138,6 @@ def test_baseline_from_a_newer_schema_is_refused_even_by_regen(project: Project)
     assert project.read("baselines/toy.json") == newer
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["-n0", "-n2"])
-def test_fingerprint_mismatch_is_one_error_for_the_bench(project: Project, xdist: bool) -> None:
-    """Baselines measured on another fingerprint give one error (not one per config) saying
-    what was measured, what runs now, and the command to fix it."""
-    project.bench()
-    project.run("--regen-baselines").assert_outcomes(passed=4)
-    project.knobs(fingerprint="toy-hw:2")
-    result = project.run("--npubench", "toy", xdist=xdist)
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(
-        [
-            "bench 'toy': baselines were measured on 'toy-hw:1'; this run uses 'toy-hw:2'; run"
-            " pytest --npubench toy --regen-baselines to re-measure them (baselines/toy.json)"
-        ]
-    )
-    assert output(result).count("ERROR collecting") == 1
-    assert_no_plugin_traceback(result)
-
-
 def test_two_benches_with_one_name_is_a_usage_error(project: Project) -> None:
     """Bench names key baseline files, so a duplicate name is refused, naming both files."""
     project.bench("toy")

@@ -112,22 +112,6 @@ def test_failed_check_is_not_written(project: Project) -> None:
     assert project.baseline()["configs"]["16-fast"]["metrics"]["latency_ns"] == 16.0
 
 
-def test_regen_after_a_fingerprint_change_drops_entries_not_remeasured(project: Project) -> None:
-    """Entries measured on another fingerprint are not kept beside new ones."""
-    project.bench()
-    project.run("--regen-baselines").assert_outcomes(passed=4)
-    project.knobs(fingerprint="toy-hw:2")
-    result = project.run("--regen-baselines", "-k", "fast")
-    result.stdout.fnmatch_lines(
-        [
-            "  fingerprint changed (was toy-hw:1)",
-            "  dropped (measured on the old fingerprint): 16-slow, 32-slow",
-        ]
-    )
-    data = project.baseline()
-    assert (data["fingerprint"], sorted(data["configs"])) == ("toy-hw:2", ["16-fast", "32-fast"])
-
-
 def test_baselines_and_artifacts_are_byte_identical_under_n0_and_n2(
     project: Project, pytester: pytest.Pytester
 ) -> None:

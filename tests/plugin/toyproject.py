@@ -69,6 +69,7 @@ BENCH = Bench(
         "util": Metric(unit="1", direction="higher", gate=False),
     }},
     fingerprint=lambda: knobs().get("fingerprint", "toy-hw:1"),
+    topology=lambda: knobs().get("topology", {{"link": {{"bw_gbs": 50, "latency_ns": 1000}}}}),
     summary_metrics=["latency_ns", "throughput"],
 {extra}
 )

@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,7 @@ def write(
     regen: bool,
     trace_path: Callable[[Bench, str], Path] | None = None,
     fail_improvements: bool = True,
+    not_accepted: Collection[str] = (),
 ) -> list[Path]:
     """Write results.json, summary.md and index.html into ``root``; return the files written."""
     results = root / "results.json"
@@ -123,7 +124,7 @@ def write(
     write_atomic(results, results_document(benches))
     rows = [(art.bench, art.results, art.figures) for art in benches]
     notes = {art.bench.name: list(art.notes) for art in benches if art.notes}
-    write_atomic(summary, summary_markdown(rows, problems, regen, notes))
+    write_atomic(summary, summary_markdown(rows, problems, regen, notes, not_accepted))
 
     def trace_link(bench: Bench, config_id: str) -> str | None:
         if trace_path is None:
@@ -131,5 +132,8 @@ def write(
         path = trace_path(bench, config_id)
         return _relative(path, root).as_posix() if path.is_file() else None
 
-    write_atomic(index, render_index(rows, problems, regen, trace_link, notes, fail_improvements))
+    write_atomic(
+        index,
+        render_index(rows, problems, regen, trace_link, notes, fail_improvements, not_accepted),
+    )
     return [results, summary, index]

@@ -11,12 +11,18 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_npubench.bench import Bench, is_real_number, json_params
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 from pytest_npubench.compare import ConfigResult, relative_change
 
 SCHEMA_VERSION = 1
@@ -61,21 +67,71 @@ class BaselineFile:
         return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def load(path: Path) -> BaselineFile | None:
-    """Read a baseline file; None if it does not exist; BaselineError if it cannot be used."""
+#: Longest number literal a baseline may hold (a float64 needs 24 characters; this leaves room).
+MAX_NUMBER_CHARS = 64
+
+
+def load(path: Path, bench: str | None = None) -> BaselineFile | None:
+    """Read a baseline file; None if it does not exist; BaselineError if it cannot be used.
+
+    Anything a hand edit or a bad merge can put in the file is a BaselineError naming the
+    problem (never another exception): bad JSON, duplicate keys, absurd numbers, deep nesting,
+    a directory in its place, the file of another bench.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(path, f"cannot be read ({exc})") from None
+        raise BaselineError(path, f"cannot be read ({type(exc).__name__}: {exc})") from None
     try:
-        data = json.loads(text)
+        data = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_int=_number(int),
+            parse_float=_number(float),
+        )
     except json.JSONDecodeError as exc:
         raise BaselineError(
             path, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from None
-    return _parse(path, data)
+    except _BadJson as exc:
+        raise BaselineError(path, str(exc)) from None
+    except RecursionError:
+        raise BaselineError(path, "is nested too deeply to be a baseline file") from None
+    found = _parse(path, data)
+    if bench is not None and found.bench and found.bench != bench:
+        raise BaselineError(
+            path, f"is the baseline of bench {found.bench!r}, not of {bench!r} ('bench' field)"
+        )
+    return found
+
+
+class _BadJson(ValueError):
+    """Valid JSON that no baseline writer produces (duplicate keys, absurd numbers)."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _BadJson(f"has the key {_short(key)} twice in one object (a bad merge?)")
+        out[key] = value
+    return out
+
+
+def _number(kind: type[int] | type[float]) -> Any:
+    def parse(text: str) -> int | float:
+        if len(text) > MAX_NUMBER_CHARS:
+            raise _BadJson(f"holds a number of {len(text)} characters ({text[:20]}...)")
+        return kind(text)
+
+    return parse
+
+
+def _short(value: object, most: int = 60) -> str:
+    text = repr(value) if not isinstance(value, str) else repr(value[: most + 1])
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def _parse(path: Path, data: object) -> BaselineFile:
@@ -83,7 +139,7 @@ def _parse(path: Path, data: object) -> BaselineFile:
         raise BaselineError(path, "must hold a JSON object at the top level")
     schema = data.get("schema")
     if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
-        raise BaselineError(path, f"has no valid schema version (got {schema!r}, expected 1)")
+        raise BaselineError(path, f"has no valid schema version (got {_short(schema)}, expected 1)")
     if schema > SCHEMA_VERSION:
         raise BaselineError(
             path,
@@ -93,7 +149,7 @@ def _parse(path: Path, data: object) -> BaselineFile:
         )
     fingerprint = data.get("fingerprint")
     if fingerprint is not None and not isinstance(fingerprint, str):
-        raise BaselineError(path, f"'fingerprint' must be a string, got {fingerprint!r}")
+        raise BaselineError(path, f"'fingerprint' must be a string, got {_short(fingerprint)}")
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise BaselineError(path, "'meta' must be an object")
@@ -105,23 +161,77 @@ def _parse(path: Path, data: object) -> BaselineFile:
     topology = data.get("topology")
     if topology is not None and not isinstance(topology, dict):
         raise BaselineError(path, "'topology' must be an object of key to value")
-    return BaselineFile(str(data.get("bench", "")), fingerprint, meta, configs, topology)
+    name = data.get("bench", "")
+    if not isinstance(name, str):
+        raise BaselineError(path, f"'bench' must be a string, got {_short(name)}")
+    return BaselineFile(name, fingerprint, meta, configs, topology)
 
 
 def _check_entry(path: Path, cid: str, entry: object) -> None:
     metrics = entry.get("metrics") if isinstance(entry, dict) else None
     if not isinstance(metrics, dict):
-        raise BaselineError(path, f"entry {cid!r} has no 'metrics' object")
+        raise BaselineError(path, f"entry {_short(cid)} has no 'metrics' object")
     for name, value in metrics.items():
         if not is_real_number(value):
-            raise BaselineError(path, f"entry {cid!r}: metric {name!r} is not a number ({value!r})")
+            raise BaselineError(
+                path,
+                f"entry {_short(cid)}: metric {_short(name)} is not a finite number "
+                f"({_short(value)})",
+            )
+
+
+LOCK_TIMEOUT_S = 120.0
+
+
+@contextlib.contextmanager
+def locked(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold ``.<name>.lock`` beside ``path`` (an advisory ``flock``) so that writers of one
+    baseline file take turns: each reads, merges and writes under the lock, so two regens at
+    once never lose each other's entries. Temp files a killed writer left are removed."""
+    target = _target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = target.with_name(f".{target.name}.lock")
+    with open(lock_path, "a+b") as handle:
+        _acquire(handle.fileno(), lock_path, timeout_s)
+        try:
+            for stale in target.parent.glob(f".{target.name}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _acquire(fd: int, lock_path: Path, timeout_s: float) -> None:
+    if fcntl is None:  # no flock on this platform: writes stay atomic, not serialised
+        return
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"another pytest-npubench run has held {lock_path} for {timeout_s:.0f} s; "
+                    "wait for it to finish, or remove the lock file if no run is active"
+                ) from None
+            time.sleep(0.05)
+
+
+def _target(path: Path) -> Path:
+    """The file a write must replace: a symlink's target (so a shared baseline stays shared)."""
+    return path.resolve() if path.is_symlink() else path
 
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` all at once: temp file in the same folder, then rename.
 
-    A crash at any point leaves either the old file or the new one, never a mix.
+    A crash at any point leaves either the old file or the new one, never a mix. A symlink is
+    written through: its target is replaced and the link stays.
     """
+    path = _target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -163,7 +273,6 @@ class RegenReport:
     old_fingerprint: str | None = None
     topology_changes: list[str] = field(default_factory=list)
     not_remeasured: list[str] = field(default_factory=list)
-    replaced_corrupt: str = ""
     written: bool = False
 
 

@@ -37,7 +37,10 @@ def is_real_number(value: object) -> bool:
     """True for finite ints and floats (numpy scalars included), False for bool, NaN and inf."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return False
-    return math.isfinite(float(value))
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int beyond float range
+        return False
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ write the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from html import escape
 from pathlib import Path
 
@@ -53,6 +53,7 @@ def render_index(
     trace_link: TraceLink,
     notes: Mapping[str, Sequence[str]] | None = None,
     fail_improvements: bool = True,
+    not_accepted: Collection[str] = (),
 ) -> str:
     """The whole page as a string."""
     verdicts = FAILING + (("improved",) if fail_improvements and not regen else ())
@@ -68,7 +69,7 @@ def render_index(
         "<title>npubench report</title>",
         f"<style>{STYLE}</style></head><body>",
         "<h1>npubench report</h1>",
-        _status(benches, failing, problems, regen),
+        _status(benches, failing, problems, regen and not not_accepted),
     ]
     for name, lines in (notes or {}).items():
         parts.append(f'<div class="card"><h3>{escape(name)}: hardware what-if</h3>')
@@ -76,7 +77,7 @@ def render_index(
     if failing:
         parts.append("<h2>Regressions and failures</h2>")
         parts += [_failure_card(bench, r, trace_link) for bench, r in failing]
-    parts += _changes(benches, regen)
+    parts += _changes(benches, regen, not_accepted)
     for bench, results, figures in benches:
         parts += _bench_section(bench, results, figures, trace_link)
     if problems:
@@ -134,13 +135,22 @@ def _failure_card(bench: Bench, result: ConfigResult, trace_link: TraceLink) -> 
 
 
 def _changes(
-    benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]], regen: bool
+    benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
+    regen: bool,
+    not_accepted: Collection[str] = (),
 ) -> list[str]:
     items = []
     for bench, results, _ in benches:
+        accepted = regen and bench.name not in not_accepted
         for r in ordered(results):
             if r.verdict == "improved":
-                note = "accepted" if regen else "run --regen-baselines to accept"
+                note = (
+                    "accepted"
+                    if accepted
+                    else "NOT accepted"
+                    if regen
+                    else ("run --regen-baselines to accept")
+                )
                 why = "; ".join(explanation(bench, r))
                 items.append(f"{bench.name}[{r.config_id}]: improved ({note}). {why}")
             elif r.verdict in ("new", "missing-baseline"):

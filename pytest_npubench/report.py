@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from pytest_npubench.baseline import RegenReport
+from pytest_npubench.baseline import BaselineError, RegenReport
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult, relative_change, verdict_rank
 
@@ -179,8 +179,6 @@ def regen_lines(report: RegenReport, relpath: str, verbose: bool) -> list[str]:
     counts = f"{len(report.added)} added, {len(report.changed)} changed, "
     counts += f"{len(report.unchanged)} unchanged"
     lines = [f"{head}: {counts}"]
-    if report.replaced_corrupt:
-        lines.append(f"  replaced the unreadable file ({report.replaced_corrupt})")
     if report.fingerprint_changed:
         lines.append(f"  fingerprint changed (was {report.old_fingerprint})")
         if report.topology_changes:
@@ -196,6 +194,16 @@ def regen_lines(report: RegenReport, relpath: str, verbose: bool) -> list[str]:
     lines += _id_list("pruned", report.pruned)
     lines += _id_list("dropped (measured on the old fingerprint)", report.dropped)
     return lines
+
+
+def unreadable_message(bench: str, relpath: str, error: BaselineError) -> str:
+    """A baseline file that cannot be used: what is wrong, and how to fix it without loss."""
+    advice = error.advice or (
+        "a regen never replaces a file it cannot read; fix that by hand, or move the file "
+        f"away (mv {relpath} {relpath}.broken) and re-measure every config with: "
+        f"{regen_command(bench)}"
+    )
+    return f"{relpath} {error.problem}; {advice}"
 
 
 def mixed_topology_message(bench: Bench, report: RegenReport, relpath: str) -> str:
@@ -224,8 +232,12 @@ def summary_markdown(
     problems: Sequence[str],
     regen: bool = False,
     notes: Mapping[str, Sequence[str]] | None = None,
+    not_accepted: Collection[str] = (),
 ) -> str:
-    """summary.md: counts per bench, then regressions, improvements and new configs."""
+    """summary.md: counts per bench, then regressions, improvements and new configs.
+
+    ``not_accepted``: benches whose baseline a regen could not write (their changes are not
+    called accepted)."""
     lines = ["# npubench summary", ""]
     for name, note_lines in (notes or {}).items():
         lines += [f"**{name}: hardware what-if**", "", "```", *note_lines, "```", ""]
@@ -238,7 +250,9 @@ def summary_markdown(
         lines.append(f"| {bench.name} | {len(results)} | {verdicts} |")
     if regen:
         lines += ["", "Baselines rewritten (--regen-baselines): changes are against the old ones."]
-    lines += ["", *_notable_markdown(benches, regen)]
+        if not_accepted:
+            lines.append(f"NOT written (see Errors): {', '.join(sorted(not_accepted))}.")
+    lines += ["", *_notable_markdown(benches, regen, not_accepted)]
     for bench, _, figures in benches:
         if figures:
             links = ", ".join(f"[{p.name}]({p.as_posix()})" for p in figures)
@@ -249,14 +263,16 @@ def summary_markdown(
 
 
 def _notable_markdown(
-    benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]], regen: bool
+    benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
+    regen: bool,
+    not_accepted: Collection[str] = (),
 ) -> list[str]:
     rows = [
         "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
         for bench, results, _ in benches
         for result in ordered(results)
         if result.verdict not in ("pass", "reused-baseline")
-        for row in _notable_rows(bench, result, regen)
+        for row in _notable_rows(bench, result, regen, bench.name in not_accepted)
     ]
     if not rows:
         return ["No regressions, improvements or new configs.", ""]
@@ -278,11 +294,15 @@ def _notable_markdown(
     ]
 
 
-def _notable_rows(bench: Bench, result: ConfigResult, regen: bool) -> list[list[str]]:
+def _notable_rows(
+    bench: Bench, result: ConfigResult, regen: bool, write_failed: bool = False
+) -> list[list[str]]:
     notable = [
         n for n, c in result.comparisons.items() if c.verdict != "pass" and bench.metrics[n].gate
     ]
-    if regen and result.verdict in ("new", "regression", "improved"):
+    if regen and write_failed and result.verdict in ("new", "regression", "improved"):
+        note = "NOT accepted: the baseline could not be written (see Errors)"
+    elif regen and result.verdict in ("new", "regression", "improved"):
         note = "accepted (baseline rewritten)"
     elif result.verdict == "improved":
         note = "run --regen-baselines to accept"

@@ -20,6 +20,7 @@ from pytest_npubench.baseline import (
     BaselineFile,
     RegenReport,
     load,
+    locked,
     merge,
     topology_diff,
 )
@@ -35,6 +36,7 @@ from pytest_npubench.report import (
     percent,
     regen_command,
     regen_lines,
+    unreadable_message,
 )
 
 STATE_KEY = pytest.StashKey["NpubenchSession"]()
@@ -72,6 +74,7 @@ class NpubenchSession:
         self._baselines: dict[str, BaselineFile | None] = {}
         self._baseline_errors: dict[str, BaselineError] = {}
         self._whatif: dict[str, list[str]] = {}
+        self.not_accepted: set[str] = set()  # benches whose regen could not write
 
     # -- paths ------------------------------------------------------------------------------
 
@@ -209,7 +212,7 @@ class NpubenchSession:
         """The bench's baseline file (loaded once); None if missing or, under regen, unusable."""
         if bench.name not in self._baselines:
             try:
-                self._baselines[bench.name] = load(self.baseline_path(bench))
+                self._baselines[bench.name] = load(self.baseline_path(bench), bench.name)
             except BaselineError as exc:
                 self._baselines[bench.name] = None
                 self._baseline_errors[bench.name] = exc
@@ -223,15 +226,11 @@ class NpubenchSession:
     def baseline_problem(self, bench: Bench) -> str:
         """Why the bench cannot be gated against its baseline file ('' if it can)."""
         self.baseline_file(bench)  # loads it, recording any error
-        where = self.relpath(self.baseline_path(bench))
         error = self._baseline_errors.get(bench.name)
-        if error is not None and (error.advice or not self.regen):
-            advice = error.advice or (
-                f"fix it, or rewrite it with: {regen_command(bench.name)} "
-                "(a regen replaces the whole file)"
-            )
-            return f"bench {bench.name!r}: {where} {error.problem}; {advice}"
-        return ""
+        if error is None:
+            return ""
+        where = self.relpath(self.baseline_path(bench))
+        return f"bench {bench.name!r}: {unreadable_message(bench.name, where, error)}"
 
     def topology_content(self, bench: Bench) -> dict[str, Any] | None:
         """The bench's normalised topology as flat dotted keys, or None if it gives none."""
@@ -324,7 +323,21 @@ class NpubenchSession:
     def _regen(self, bench: Bench) -> None:
         results = self.ordered_results(bench)
         report = RegenReport(self.baseline_path(bench))
-        if not results or not self._load_for_regen(bench, report):
+        if not results:
+            return
+        self.not_accepted.add(bench.name)  # until the write (or an identical file) proves it
+        where = self.relpath(report.path)
+        try:
+            with locked(report.path):
+                self._regen_locked(bench, results, report)
+        except (OSError, TimeoutError) as exc:
+            self._problem(f"{where}: could not lock or write it ({exc}); not written", exc)
+
+    def _regen_locked(
+        self, bench: Bench, results: Mapping[str, ConfigResult], report: RegenReport
+    ) -> None:
+        """Read, merge and write under the file's lock, so concurrent regens all land."""
+        if not self._load_for_regen(bench, report):
             return
         text = self._merged_text(bench, results, report)
         if text is not None and report.not_remeasured:
@@ -332,17 +345,18 @@ class NpubenchSession:
             text = None
         if text is not None and self._write_if_changed(report, text):
             self.regen_reports.append(report)
+            self.not_accepted.discard(bench.name)
 
     def _load_for_regen(self, bench: Bench, report: RegenReport) -> bool:
-        """Load the old file into the cache; a corrupt one is replaced, a newer one refused."""
+        """Re-read the file (another run may have written it); one it cannot read is never
+        replaced or shrunk: the regen stops for this bench and says how to fix it."""
         try:
-            self._baselines[bench.name] = load(report.path)
+            self._baselines[bench.name] = load(report.path, bench.name)
         except BaselineError as exc:
-            if exc.advice:
-                where = self.relpath(report.path)
-                self._problem(f"{where} {exc.problem}; {exc.advice}; not written")
-                return False
-            self._baselines[bench.name], report.replaced_corrupt = None, exc.problem
+            self._problem(
+                f"{unreadable_message(bench.name, self.relpath(report.path), exc)}; not written"
+            )
+            return False
         return True
 
     def _merged_text(
@@ -368,8 +382,7 @@ class NpubenchSession:
     def _write_if_changed(self, report: RegenReport, text: str) -> bool:
         """Write the baseline unless it already holds exactly this text; False on failure."""
         path = report.path
-        unchanged = path.is_file() and not report.replaced_corrupt
-        if unchanged and path.read_text(encoding="utf-8") == text:
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
             return True
         try:
             write_baseline(path, text)
@@ -401,7 +414,13 @@ class NpubenchSession:
         try:
             problems = [p for p, _ in self.problems]
             self.artifact_files = artifacts.write(
-                root, entries, problems, self.regen, self.trace_path, self.fail_improvements
+                root,
+                entries,
+                problems,
+                self.regen,
+                self.trace_path,
+                self.fail_improvements,
+                self.not_accepted,
             )
         except OSError as exc:
             self._problem(f"could not write the artifacts to {self.relpath(root)}: {exc!r}")

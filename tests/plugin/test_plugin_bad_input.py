@@ -96,27 +96,30 @@ def test_invalid_result_fails_its_item_with_one_line(
     assert_no_plugin_traceback(result)
 
 
-def test_corrupt_baseline_is_one_error_and_is_only_replaced_by_regen(project: Project) -> None:
-    """A hand-broken baseline gives one collection error naming the file, stays untouched by a
-    normal run, and is replaced by an explicit --regen-baselines."""
+def test_corrupt_baseline_is_one_error_and_never_replaced_even_by_regen(
+    project: Project,
+) -> None:
+    """A hand-broken baseline gives one collection error naming the file and the fix; neither a
+    normal run nor --regen-baselines touches it (a regen never replaces a file it cannot read);
+    once moved away, a regen re-measures every config."""
     project.bench()
     broken = '{"schema": 1, "configs": {\n  "16-fast": \n'
     project.write("baselines/toy.json", broken)
-    result = project.run("--npubench", "toy")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(
-        [
-            "bench 'toy': baselines/toy.json is not valid JSON (Expecting value at line 3 column"
-            " 1); fix it, or rewrite it with: pytest --npubench toy --regen-baselines (a regen"
-            " replaces the whole file)"
-        ]
-    )
-    assert project.read("baselines/toy.json") == broken
-    assert_no_plugin_traceback(result)
-
-    regen = project.run("--npubench", "toy", "--regen-baselines")
-    regen.assert_outcomes(passed=4)
-    regen.stdout.fnmatch_lines(["  replaced the unreadable file (is not valid JSON*"])
+    for args in (["--npubench", "toy"], ["--npubench", "toy", "--regen-baselines"]):
+        result = project.run(*args)
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(
+            [
+                "bench 'toy': baselines/toy.json is not valid JSON (Expecting value at line 3 "
+                "column 1); a regen never replaces a file it cannot read; fix that by hand, or "
+                "move the file away (mv baselines/toy.json baselines/toy.json.broken) and "
+                "re-measure every config with: pytest --npubench toy --regen-baselines"
+            ]
+        )
+        assert project.read("baselines/toy.json") == broken
+        assert_no_plugin_traceback(result)
+    (project.path / "baselines/toy.json").rename(project.path / "baselines/toy.json.broken")
+    project.run("--npubench", "toy", "--regen-baselines").assert_outcomes(passed=4)
     assert len(project.baseline()["configs"]) == 4
 
 

@@ -96,7 +96,8 @@ def test_failed_write_during_regen_keeps_the_old_file(project: Project) -> None:
         ]
     )
     assert project.read("baselines/toy.json") == before
-    assert sorted(p.name for p in (project.path / "baselines").iterdir()) == ["toy.json"]
+    left = sorted(p.name for p in (project.path / "baselines").iterdir())
+    assert left == [".toy.json.lock", "toy.json"]  # the lock file stays; no temp file does
 
 
 def test_process_killed_mid_regen_leaves_the_old_file_intact(project: Project) -> None:

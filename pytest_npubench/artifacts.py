@@ -8,6 +8,7 @@ the same bytes.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -35,6 +36,15 @@ class BenchArtifacts:
     baseline_file: str
     figures: Sequence[Path] = ()
     notes: Sequence[str] = ()
+
+
+def artifact_name(config_id: str, suffix: str, most: int = 80) -> str:
+    """A file name for one config's artifact: readable, bounded, and unique per config id."""
+    safe = "".join(
+        ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "_" for ch in config_id
+    )
+    digest = hashlib.sha256(config_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{safe[:most].lstrip('.') or 'config'}-{digest}{suffix}"
 
 
 def figure_inputs(results: Mapping[str, ConfigResult]) -> dict[str, ConfigResult]:

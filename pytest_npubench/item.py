@@ -41,6 +41,11 @@ def bench_traceback(exc: BaseException) -> str:
     return str(info.getrepr(style="short", chain=False))
 
 
+#: user_properties key of a problem a worker found that is not the config's verdict (e.g. a
+#: trace it could not write); the controller lists it among the run's errors.
+PROBLEM_KEY = "npubench-problem"
+
+
 class BenchFailure(Exception):
     """An item failed its functional check or its gate; the message says why, without traceback."""
 
@@ -52,6 +57,12 @@ class BenchCollector(pytest.Collector):
         super().__init__(**kwargs)
         self.bench = bench
         self.npubench = npubench
+
+    @property
+    def ihook(self) -> Any:
+        """Every loaded conftest's hooks apply to a bench (its module may lie outside the
+        folders this run walked, e.g. ``pytest --npubench gemm tests``)."""
+        return self.config.hook
 
     def collect(self) -> list[pytest.Item]:
         problem = self.npubench.baseline_problem(self.bench)
@@ -89,6 +100,11 @@ class BenchItem(pytest.Item):
         self.add_marker(pytest.mark.skip(reason=reason))
 
     @property
+    def ihook(self) -> Any:
+        """As :attr:`BenchCollector.ihook`."""
+        return self.config.hook
+
+    @property
     def bench(self) -> Bench:
         """The bench this config belongs to."""
         assert isinstance(self.parent, BenchCollector)
@@ -114,8 +130,17 @@ class BenchItem(pytest.Item):
         if not state.trace or bench.trace is None:
             return
         path = state.trace_path(bench, self.bench_config.config_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        bench.trace(dict(self.bench_config.params), path, state.trace_limit)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            bench.trace(dict(self.bench_config.params), path, state.trace_limit)
+            if path.is_file():
+                os.chmod(path, 0o644)  # like every other artifact, readable by the CI uploader
+        except OSError as exc:
+            # The measurement stands (and a regen keeps it); the missing trace is a run error.
+            where = state.relpath(path)
+            self.user_properties.append(
+                (PROBLEM_KEY, f"{self.name}: could not write its trace {where} ({exc})")
+            )
 
     def _result(self, **fields: Any) -> ConfigResult:
         cfg = self.bench_config

@@ -27,7 +27,7 @@ def parse_bench_names(value: str) -> tuple[str, ...]:
             f"--npubench {value!r}: {bad[0]!r} is not a bench name; give bench names separated "
             "by commas (--npubench gemm,ccl) or --npubench all"
         )
-    return ("all",) if "all" in names else names
+    return names
 
 
 def parse_artifacts_dir(value: str) -> Path:

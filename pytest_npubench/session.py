@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_npubench import artifacts
+from pytest_npubench.artifacts import artifact_name
 from pytest_npubench.baseline import (
     BaselineError,
     BaselineFile,
@@ -28,7 +29,7 @@ from pytest_npubench.baseline import write_atomic as write_baseline
 from pytest_npubench.bench import Bench, Metric, flat_content
 from pytest_npubench.compare import Comparison, ConfigResult, compare_metric
 from pytest_npubench.discover import BenchImportError, discover
-from pytest_npubench.item import BenchCollector, BenchItem, bench_traceback
+from pytest_npubench.item import PROBLEM_KEY, BenchCollector, BenchItem, bench_traceback
 from pytest_npubench.report import (
     bench_table,
     item_name,
@@ -83,9 +84,10 @@ class NpubenchSession:
         return self.baselines_dir / f"{bench.name}.json"
 
     def trace_path(self, bench: Bench, config_id: str) -> Path:
-        """``<artifacts>/<bench>/traces/<config_id>.json`` (unsafe characters become ``_``)."""
-        safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in config_id)
-        return self.artifacts_dir / bench.name / "traces" / f"{safe}.json"
+        """``<artifacts>/<bench>/traces/<id>-<hash>.json``: the id with unsafe characters as
+        ``_``, cut to 80 characters, then a hash of the full id (so ``a/b`` and ``a_b`` differ
+        and no name is too long for the file system)."""
+        return self.artifacts_dir / bench.name / "traces" / artifact_name(config_id, ".json")
 
     def relpath(self, path: Path) -> str:
         """A path relative to the rootdir when it is inside it (for messages and node ids)."""
@@ -148,18 +150,18 @@ class NpubenchSession:
         return Path(name) if name else None
 
     def _select(self, benches: Sequence[Bench]) -> list[Bench]:
-        if self.names is None or "all" in self.names:
-            if not benches:
-                raise pytest.UsageError(self._none_found())
-            return list(benches)
+        if (self.names is None or "all" in self.names) and not benches:
+            raise pytest.UsageError(self._none_found())
         known = {b.name: b for b in benches}
-        for name in self.names:
-            if name not in known:
+        for name in self.names or ():
+            if name != "all" and name not in known:
                 listed = ", ".join(sorted(known)) or "none"
                 raise pytest.UsageError(
                     f"--npubench: unknown bench {name!r}; known benches: {listed} "
                     f"(found in {self._paths_text()} and pytest_npubench_add_benches hooks)"
                 )
+        if self.names is None or "all" in self.names:
+            return list(benches)
         return [b for b in benches if b.name in self.names]
 
     def _paths_text(self) -> str:
@@ -172,6 +174,28 @@ class NpubenchSession:
         )
 
     # -- collection ---------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """A bench run collects no ordinary test file, nor walks a folder off the way to the
+        bench paths (so it imports no conftest there): its items come from the bench modules
+        (below), so a broken file under tests/ cannot stop a bench run or a regen. Folders that
+        hold a bench path are walked, so their conftests load as in a plain run."""
+        if collection_path.is_dir():
+            on_the_way = any(
+                p == collection_path or collection_path in p.parents for p in self.bench_paths
+            )
+            return None if on_the_way else True
+        return True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_make_collect_report(
+        self, collector: pytest.Collector
+    ) -> pytest.CollectReport | None:
+        """Files named on the command line are not imported either (they would be deselected)."""
+        if isinstance(collector, pytest.File):
+            return pytest.CollectReport(collector.nodeid, "passed", None, [])
+        return None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(
@@ -294,6 +318,8 @@ class NpubenchSession:
         if self.is_worker or not (report.when == "call" or report.skipped):
             return
         for key, payload in report.user_properties:
+            if key == PROBLEM_KEY and isinstance(payload, str):
+                self._problem(payload)
             if key == "npubench" and isinstance(payload, str):
                 benches = {b.name: b for b in self.benches}
                 bench = benches[json.loads(payload)["bench"]]

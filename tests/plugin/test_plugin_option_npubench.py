@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from toyproject import Project, assert_no_plugin_traceback, output
 
 
@@ -35,13 +36,12 @@ def test_one_item_per_config_with_bench_ids_and_markers(project: Project) -> Non
 
 def test_benches_come_from_the_bench_paths_whatever_the_cli_paths(project: Project) -> None:
     """With --npubench, the bench items are collected even when the CLI names another folder,
-    and every other test is deselected."""
+    and no other test is collected (not even imported)."""
     project.bench()
     project.write("tests/test_plain.py", "def test_plain():\n    pass\n")
     result = project.run("--npubench", "toy", "tests", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(
-        ["benches/toy.py::toy[16-fast]", "*4/5 tests collected (1 deselected)*"]
-    )
+    result.stdout.fnmatch_lines(["benches/toy.py::toy[16-fast]", "4 tests collected*"])
+    assert "test_plain" not in output(result)
 
 
 def test_ini_settings_choose_bench_and_baseline_folders(project: Project) -> None:
@@ -100,3 +100,26 @@ def test_help_shows_one_npubench_group(project: Project) -> None:
             "*--npubench-artifacts=DIR*",
         ]
     )
+
+
+def test_all_with_an_unknown_name_is_a_usage_error(project: Project) -> None:
+    """``all,nosuch`` is a typo, not "all": it is refused, listing the known benches."""
+    project.bench()
+    result = project.run("--npubench", "all,nosuch")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--npubench: unknown bench 'nosuch'; known benches: toy" in output(result)
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["n0", "n2"])
+def test_a_broken_test_file_or_conftest_cannot_stop_a_bench_run(
+    project: Project, xdist: bool
+) -> None:
+    """Bench runs import no ordinary test file or conftest below the rootdir, so a broken one
+    (found by the walk, or named on the command line) neither aborts the run nor a regen."""
+    project.bench()
+    project.write("tests/test_broken.py", "import nosuchmodule\n")
+    project.write("tests/sub/conftest.py", "raise RuntimeError('broken conftest')\n")
+    project.run("--regen-baselines", xdist=xdist).assert_outcomes(passed=4)
+    result = project.run("--npubench", "toy", "tests/test_broken.py", xdist=xdist)
+    result.assert_outcomes(passed=4)
+    assert "nosuchmodule" not in output(result)

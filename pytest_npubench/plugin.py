@@ -58,6 +58,26 @@ def parse_trace_limit(value: str) -> int:
     return limit
 
 
+def _check_artifacts_spelling(config: pytest.Config) -> None:
+    """``--npubench-artifacts DIR`` (two words) with DIR outside the invocation folder makes
+    pytest take DIR for a test path when it picks the rootdir (it does so before plugins load),
+    so the ini settings and benches are not found. Refuse it with the spelling that works."""
+    args = list(config.invocation_params.args)
+    for flag, value in zip(args, args[1:]):
+        if flag != "--npubench-artifacts":
+            continue
+        where = (config.invocation_params.dir / value).resolve()
+        inside = config.invocation_params.dir.resolve() in (where, *where.parents)
+        if not inside:
+            raise pytest.UsageError(
+                f"--npubench-artifacts {value}: pytest takes a folder outside "
+                f"{config.invocation_params.dir} that follows a plugin option for a test path "
+                "when it chooses the rootdir and ini file, so benches are not found; write it as "
+                "one word: "
+                f"--npubench-artifacts={value}"
+            )
+
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Register the ``pytest_npubench_*`` hookspecs."""
     pluginmanager.add_hookspecs(hookspecs)
@@ -158,6 +178,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "regen: a heavy bench config that runs only under --regen-baselines"
     )
     option = config.option
+    _check_artifacts_spelling(config)
     if option.npubench_prune and not option.npubench_regen:
         raise pytest.UsageError(
             "--npubench-prune only applies to a baseline rewrite; add --regen-baselines"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from toyproject import Project, output
 
 
@@ -105,3 +106,22 @@ def test_summary_md_of_a_regen_says_the_changes_were_accepted(project: Project) 
     summary = project.read("npubench-artifacts/summary.md")
     assert "Baselines rewritten (--regen-baselines)" in summary
     assert "| toy | `16-fast` | new |  |  |  |  |  | accepted (baseline rewritten) |" in summary
+
+
+def test_two_word_artifacts_folder_outside_the_project_is_refused_with_the_fix(
+    project: Project, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """pytest picks its rootdir before plugin options are known, so a two-word
+    ``--npubench-artifacts /elsewhere`` used to end in "unknown bench 'toy'; known benches:
+    none". Now it is one usage error giving the one-word spelling, which works."""
+    project.bench()
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "out"
+    result = project.pytester.runpytest_subprocess(
+        "-p", "no:hypothesispytest", "--npubench", "toy", "--npubench-artifacts", str(elsewhere)
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"write it as one word: --npubench-artifacts={elsewhere}" in output(result)
+    ok = project.run("--npubench", "toy", f"--npubench-artifacts={elsewhere}")
+    ok.assert_outcomes(passed=4)
+    assert (elsewhere / "results.json").is_file()

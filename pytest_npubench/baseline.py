@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_npubench.bench import Bench, is_real_number, json_params
 
@@ -256,13 +256,22 @@ def _file_mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
+class Delta(NamedTuple):
+    """One metric an accepted regen changed: old value (None if new), new value, change."""
+
+    name: str
+    old: float | None
+    new: float
+    change: float | None
+
+
 @dataclass
 class RegenReport:
     """What a regen did to one baseline file, for the terminal."""
 
     path: Path
     added: list[str] = field(default_factory=list)
-    changed: dict[str, list[tuple[str, float | None, float]]] = field(default_factory=dict)
+    changed: dict[str, list[Delta]] = field(default_factory=dict)
     unchanged: list[str] = field(default_factory=list)
     not_updated: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
@@ -342,7 +351,9 @@ def _record(
         return
     old = old_entry["metrics"]
     deltas = [
-        (name, relative_change(old[name], value) if name in old else None, value)
+        Delta(
+            name, old.get(name), value, relative_change(old[name], value) if name in old else None
+        )
         for name, value in new.items()
         if old.get(name) != value
     ]

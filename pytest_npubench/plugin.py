@@ -7,6 +7,7 @@ Registered through the ``pytest11`` entry point. Without ``--npubench`` or
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -63,7 +64,7 @@ def _check_artifacts_spelling(config: pytest.Config) -> None:
     pytest take DIR for a test path when it picks the rootdir (it does so before plugins load),
     so the ini settings and benches are not found. Refuse it with the spelling that works."""
     args = list(config.invocation_params.args)
-    for flag, value in zip(args, args[1:]):
+    for flag, value in itertools.pairwise(args):
         if flag != "--npubench-artifacts":
             continue
         where = (config.invocation_params.dir / value).resolve()

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from pytest_npubench.baseline import BaselineError, RegenReport
+from pytest_npubench.baseline import BaselineError, Delta, RegenReport
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult, relative_change, verdict_rank
 
@@ -16,6 +16,36 @@ _K_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456
 def number(value: float | None) -> str:
     """A compact, readable number (6 significant digits)."""
     return "-" if value is None else f"{value:.6g}"
+
+
+_TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3))
+_BYTE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+_DIMENSIONLESS = ("", "1")
+
+
+def _sig3(value: float) -> str:
+    return f"{value:.3g}" if abs(value) < 1e15 else f"{value:.2e}"
+
+
+def human(value: float | None, unit: str) -> str:
+    """A value for a reader: ns as ns/us/ms/s and bytes as B/KiB/MiB/GiB to 3 significant
+    figures; whole numbers below 10,000 (and byte counts that are whole KiB/MiB) exactly."""
+    if value is None:
+        return "-"
+    whole = float(value).is_integer()
+    if unit == "ns":
+        for name, scale in _TIME_UNITS:
+            if abs(value) >= 10 * scale if name == "us" else abs(value) >= scale:
+                return f"{_sig3(value / scale)} {name}"
+        return f"{int(value)} ns" if whole else f"{_sig3(value)} ns"
+    if unit == "B":
+        for name, scale in _BYTE_UNITS:
+            if abs(value) >= scale:
+                exact = whole and int(value) % scale == 0
+                return f"{int(value) // scale if exact else _sig3(value / scale)} {name}"
+        return f"{int(value)} B" if whole else f"{_sig3(value)} B"
+    text = str(int(value)) if whole and abs(value) < 1e15 else _sig3(value)
+    return text if unit in _DIMENSIONLESS else f"{text} {unit}"
 
 
 def percent(change: float | None) -> str:
@@ -154,27 +184,61 @@ def ordered(results: Mapping[str, ConfigResult]) -> list[ConfigResult]:
     return sorted(listed, key=lambda r: (verdict_rank(r.verdict), listed.index(r)))
 
 
-def metric_cell(result: ConfigResult, name: str) -> str:
-    """A metric's value for a table, with its change against the baseline when it moved."""
-    value = number(result.metrics.get(name))
+def metric_cell(result: ConfigResult, name: str, unit: str | None = None) -> str:
+    """A metric's value for a table (in human units when ``unit`` is given), with its change
+    against the baseline when it moved."""
+    raw = result.metrics.get(name)
+    value = number(raw) if unit is None else human(raw, unit)
     comparison = result.comparisons.get(name)
     if comparison is not None and comparison.change != 0.0:
         value += f" ({percent(comparison.change)})"
     return value
 
 
-def bench_table(bench: Bench, results: Mapping[str, ConfigResult]) -> list[str]:
-    """The terminal table of one bench: one line per config, key metrics and their changes."""
+def verdict_counts(results: Mapping[str, ConfigResult]) -> dict[str, int]:
+    """How many configs got each verdict, worst first."""
+    counts: dict[str, int] = {}
+    for r in ordered(results):
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    return counts
+
+
+def bench_line(bench: Bench, results: Mapping[str, ConfigResult]) -> str:
+    """``gemm: 24 measured: 24 pass | 27 reused | 0 regressions``: a bench at a glance."""
+    measured = [r for r in results.values() if r.source == "run"]
+    counts = verdict_counts({r.config_id: r for r in measured})
+    regressions = counts.pop("regression", 0)
+    parts = [", ".join(f"{n} {v}" for v, n in counts.items())] if counts else []
+    reused = sum(r.verdict == "reused-baseline" for r in results.values())
+    missing = sum(r.verdict == "missing-baseline" for r in results.values())
+    if reused:
+        parts.append(f"{reused} reused from the baseline (regen-only)")
+    if missing:
+        parts.append(f"{missing} regen-only without a baseline")
+    parts.append(f"{regressions} regression{'' if regressions == 1 else 's'}")
+    return f"{bench.name}: {len(measured)} measured: " + " | ".join(parts)
+
+
+def bench_table(
+    bench: Bench, results: Mapping[str, ConfigResult], everything: bool = False
+) -> list[str]:
+    """The terminal table of one bench: the configs that are not a plain pass (every config
+    when ``everything``), key metrics in human units and their changes; [] if none."""
     columns = summary_columns(bench)
-    rows = [["verdict", "config", *(f"{c} [{bench.metrics[c].unit}]" for c in columns)]]
+    units = {c: bench.metrics[c].unit for c in columns}
+    rows = [["verdict", "config", *columns]]  # the cells carry their (scaled) units
     for result in ordered(results):
-        cells = [metric_cell(result, name) for name in columns]
-        rows.append([result.verdict, result.config_id, *cells])
-    return table(rows)
+        if everything or result.verdict not in ("pass", "reused-baseline"):
+            cells = [metric_cell(result, name, units[name]) for name in columns]
+            rows.append([result.verdict, result.config_id, *cells])
+    return table(rows) if len(rows) > 1 else []
 
 
-def regen_lines(report: RegenReport, relpath: str, verbose: bool) -> list[str]:
-    """What a regen did to one baseline file."""
+def regen_lines(
+    report: RegenReport, relpath: str, verbose: bool, bench: Bench | None = None
+) -> list[str]:
+    """What a regen did to one baseline file; per changed config its gated metrics first, as
+    ``old -> new (change)``, the rest behind -v."""
     head = f"wrote {relpath}" if report.written else f"{relpath}: unchanged"
     counts = f"{len(report.added)} added, {len(report.changed)} changed, "
     counts += f"{len(report.unchanged)} unchanged"
@@ -185,15 +249,30 @@ def regen_lines(report: RegenReport, relpath: str, verbose: bool) -> list[str]:
             lines.append(f"  topology changed: {', '.join(report.topology_changes)}")
     lines += _id_list("added", report.added)
     for cid, deltas in report.changed.items():
-        text = ", ".join(f"{m} {percent(c)} -> {number(v)}" for m, c, v in deltas) or "keys"
-        lines.append(f"  changed    {cid}: {text}")
+        lines.append(f"  changed    {cid}: {_delta_text(deltas, bench, verbose)}")
     lines += _id_list("unchanged", report.unchanged if verbose else [], len(report.unchanged))
     lines += _id_list("kept (not run)", report.kept if verbose else [], len(report.kept))
     lines += _id_list("not updated (failed)", report.not_updated)
     lines += _id_list("stale (no such config; kept, --npubench-prune drops)", report.stale)
     lines += _id_list("pruned", report.pruned)
-    lines += _id_list("dropped (measured on the old fingerprint)", report.dropped)
+    lines += _id_list("dropped (no such config, measured on the old topology)", report.dropped)
     return lines
+
+
+def _delta_text(deltas: Sequence[Delta], bench: Bench | None, verbose: bool) -> str:
+    def gated(d: Delta) -> bool:
+        return bench is not None and d.name in bench.metrics and bench.metrics[d.name].gate
+
+    first = [d for d in deltas if gated(d)]
+    rest = [d for d in deltas if not gated(d)]
+    shown = first + rest if verbose or not first else first
+    text = ", ".join(
+        f"{d.name} {number(d.old)} -> {number(d.new)} ({percent(d.change)})" for d in shown
+    )
+    hidden = len(deltas) - len(shown)
+    if hidden:
+        text += f" (+{hidden} ungated metric{'' if hidden == 1 else 's'}, -v lists them)"
+    return text or "metric names only"
 
 
 def unreadable_message(bench: str, relpath: str, error: BaselineError) -> str:

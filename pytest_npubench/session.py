@@ -31,6 +31,7 @@ from pytest_npubench.compare import Comparison, ConfigResult, compare_metric
 from pytest_npubench.discover import BenchImportError, discover
 from pytest_npubench.item import PROBLEM_KEY, BenchCollector, BenchItem, bench_traceback
 from pytest_npubench.report import (
+    bench_line,
     bench_table,
     item_name,
     mixed_topology_message,
@@ -486,19 +487,26 @@ class NpubenchSession:
         if self.is_worker:
             return
         tr = terminalreporter
+        verbosity = self.config.option.verbose
         for bench in self.benches:
             results = self.ordered_results(bench)
-            if results:
+            if not results:
+                continue
+            if verbosity >= 0:
                 tr.write_sep("-", f"npubench: {bench.name}")
-                for line in self.whatif_lines(bench):
-                    tr.write_line(line, yellow=True)
-                for line in bench_table(bench, results):
-                    tr.write_line(line)
-                self._improved_lines(tr, bench, results)
-        verbose = self.config.option.verbose > 0
+            tr.write_line(bench_line(bench, results))
+            if verbosity < 0:
+                continue
+            for line in self.whatif_lines(bench):
+                tr.write_line(line, yellow=True)
+            for line in bench_table(bench, results, everything=verbosity > 0):
+                tr.write_line(line)
+            self._improved_lines(tr, bench, results)
+        verbose = verbosity > 0
         for report in self.regen_reports:
             tr.write_sep("-", "npubench: baselines")
-            for line in regen_lines(report, self.relpath(report.path), verbose):
+            of = next((b for b in self.benches if self.baseline_path(b) == report.path), None)
+            for line in regen_lines(report, self.relpath(report.path), verbose, of):
                 tr.write_line(line)
         if self.artifact_files:
             tr.write_line(f"npubench: artifacts in {self.relpath(self.artifacts_dir)}/")

@@ -88,7 +88,7 @@ def test_merge_reports_added_changed_unchanged_and_stale(project: Project) -> No
         [
             "wrote baselines/toy.json: 1 added, 1 changed, 0 unchanged",
             "  added: 16-slow",
-            "  changed    16-fast: throughput +25.00% -> 12.5",
+            "  changed    16-fast: throughput 10 -> 12.5 (+25.00%)",
             "  kept (not run): 32-fast",
             "  stale (no such config; kept, --npubench-prune drops): 64-gone",
         ]
@@ -133,3 +133,22 @@ def test_baselines_and_artifacts_are_byte_identical_under_n0_and_n2(
     parallel.assert_outcomes(passed=4)
     assert {f: (project.path / f).read_bytes() for f in files} == serial
     assert not list((project.path / "baselines").glob(".*.tmp")), output(parallel)
+
+
+def test_changed_lines_put_gated_metrics_first_and_hide_the_rest_behind_v(
+    project: Project,
+) -> None:
+    """A regen's changed line shows the gated metrics as old -> new (change); ungated ones that
+    moved are a count unless -v."""
+    project.bench()
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    project.knobs(scale=2.0, util=0.25)
+    result = project.run("--regen-baselines", "-k", "16-fast")
+    result.stdout.fnmatch_lines(
+        ["  changed    16-fast: latency_ns 16 -> 32 (+100.00%) (+1 ungated metric, -v lists them)"]
+    )
+    project.knobs(scale=3.0, util=0.125)
+    verbose = project.run("--regen-baselines", "-k", "16-fast", "-v")
+    verbose.stdout.fnmatch_lines(
+        ["  changed    16-fast: latency_ns 32 -> 48 (+50.00%), util 0.25 -> 0.125 (-50.00%)"]
+    )

@@ -76,7 +76,7 @@ def test_whatif_flow_fails_then_regen_reports_changed_with_deltas_then_passes(
             "wrote baselines/toy.json: 0 added, 4 changed, 0 unchanged",
             "  fingerprint changed (was toy-hw:1)",
             "  topology changed: link.bw_gbs 50 -> 25",
-            "  changed    16-fast: latency_ns +100.00% -> 32",
+            "  changed    16-fast: latency_ns 16 -> 32 (+100.00%)",
         ]
     )
     data = project.baseline()

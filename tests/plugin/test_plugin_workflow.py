@@ -66,7 +66,7 @@ def test_first_run_regen_pass_change_fail_regen_pass(project: Project, xdist: bo
     one.stdout.fnmatch_lines(
         [
             "wrote baselines/toy.json: 0 added, 1 changed, 0 unchanged",
-            "  changed    16-fast: latency_ns +50.00% -> 24",
+            "  changed    16-fast: latency_ns 16 -> 24 (+50.00%)",
         ]
     )
     configs = project.baseline()["configs"]

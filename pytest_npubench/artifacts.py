@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import json
 import os
+import platform
+import re
+import shlex
+import subprocess
 import sys
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +41,7 @@ class BenchArtifacts:
     baseline_file: str
     figures: Sequence[Path] = ()
     notes: Sequence[str] = ()
+    topology: Mapping[str, Any] | None = None
 
 
 def artifact_name(config_id: str, suffix: str, most: int = 80) -> str:
@@ -95,10 +101,88 @@ def _relative(path: Path, root: Path) -> Path:
         return path
 
 
-def results_document(benches: Sequence[BenchArtifacts]) -> str:
-    """results.json: every metric of this run with its baseline, verdict and figure files."""
-    data: dict[str, Any] = {"schema": RESULTS_SCHEMA, "benches": {}}
+def natural_key(text: str) -> list[Any]:
+    """Sort key that orders numbers inside ids by value: 1KiB < 4KiB < 16KiB."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(text)]
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _sorted_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted_keys(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_keys(v) for v in value]
+    return value
+
+
+def run_metadata(args: Sequence[str], rootdir: Path) -> dict[str, Any]:
+    """What produced a results.json: the command (without xdist's worker options, so -n 0 and
+    -n 2 runs write the same bytes), the git commit if any, and the versions that matter."""
+    return {
+        "command": "pytest " + shlex.join(_without_xdist(args)),
+        "commit": _git_commit(rootdir),
+        "versions": {
+            "pytest-npubench": _version("pytest-npubench"),
+            "pytest": _version("pytest"),
+            "numpy": _version("numpy"),
+            "python": platform.python_version(),
+        },
+    }
+
+
+#: Options that change how a run is executed, not what it measures (xdist's, pytest's temp dir).
+_XDIST_VALUE = ("-n", "--numprocesses", "--dist", "--maxprocesses", "--tx", "--basetemp")
+
+
+def _without_xdist(args: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _XDIST_VALUE:
+            skip = True
+        elif not arg.startswith(tuple(f"{o}=" for o in _XDIST_VALUE)) and not (
+            arg.startswith("-n") and arg[2:].isalnum() and not arg.startswith("--")
+        ):
+            out.append(arg)
+    return out
+
+
+def _git_commit(rootdir: Path) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=rootdir,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and commit else None
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def results_document(
+    benches: Sequence[BenchArtifacts], run: Mapping[str, Any] | None = None
+) -> str:
+    """results.json: the run's metadata, then per bench every config (ids in natural order)
+    with its params, metrics, baseline values, verdict, and the bench's metric spec and
+    figure files."""
+    data: dict[str, Any] = {"schema": RESULTS_SCHEMA, "run": dict(run or {}), "benches": {}}
     for art in benches:
+        configs = {cid: _sorted_keys(r.to_json()) for cid, r in art.results.items()}
         data["benches"][art.bench.name] = {
             "baseline_file": art.baseline_file,
             "fingerprint": art.fingerprint,
@@ -111,11 +195,15 @@ def results_document(benches: Sequence[BenchArtifacts]) -> str:
                 }
                 for name, m in art.bench.metrics.items()
             },
-            "configs": {cid: r.to_json() for cid, r in art.results.items()},
             "figures": [p.as_posix() for p in art.figures],
             "notes": list(art.notes),
+            "topology": art.topology,
         }
-    return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
+        entry = _sorted_keys(data["benches"][art.bench.name])
+        entry["configs"] = {cid: configs[cid] for cid in sorted(configs, key=natural_key)}
+        data["benches"][art.bench.name] = entry
+    data["run"] = _sorted_keys(data["run"])
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
 def write(
@@ -126,12 +214,13 @@ def write(
     trace_path: Callable[[Bench, str], Path] | None = None,
     fail_improvements: bool = True,
     not_accepted: Collection[str] = (),
+    run: Mapping[str, Any] | None = None,
 ) -> list[Path]:
     """Write results.json, summary.md and index.html into ``root``; return the files written."""
     results = root / "results.json"
     summary = root / "summary.md"
     index = root / "index.html"
-    write_atomic(results, results_document(benches))
+    write_atomic(results, results_document(benches, run))
     rows = [(art.bench, art.results, art.figures) for art in benches]
     notes = {art.bench.name: list(art.notes) for art in benches if art.notes}
     write_atomic(summary, summary_markdown(rows, problems, regen, notes, not_accepted))

@@ -151,7 +151,8 @@ class Bench:
         return config_id in self._by_id
 
     def check_result(self, config_id: str, result: object) -> dict[str, float]:
-        """Validate what ``run`` returned for one config; return its metrics as floats."""
+        """Validate what ``run`` returned for one config; return its metrics (whole-number
+        types stay ``int``, so counts are written as integers; the rest become ``float``)."""
         where = f"bench {self.name!r}, config {config_id!r}"
         if not isinstance(result, Result):
             raise ResultError(
@@ -179,7 +180,7 @@ class Bench:
                     f"{where}: metric {name!r} is {value!r} ({type(value).__name__}); metric "
                     "values must be finite real numbers (int or float; not bool, NaN or inf)"
                 )
-            values[name] = float(value)
+            values[name] = int(value) if isinstance(value, numbers.Integral) else float(value)
         return values
 
     def _check_name(self) -> None:

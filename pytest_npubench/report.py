@@ -318,24 +318,33 @@ def summary_markdown(
     ``not_accepted``: benches whose baseline a regen could not write (their changes are not
     called accepted)."""
     lines = ["# npubench summary", ""]
+    lines += [f"- **{bench_line(bench, results)}**" for bench, results, _ in benches]
+    lines.append("")
     for name, note_lines in (notes or {}).items():
         lines += [f"**{name}: hardware what-if**", "", "```", *note_lines, "```", ""]
-    lines += ["| bench | configs | verdicts |", "|---|---|---|"]
-    for bench, results, _ in benches:
-        counts: dict[str, int] = {}
-        for r in ordered(results):
-            counts[r.verdict] = counts.get(r.verdict, 0) + 1
-        verdicts = ", ".join(f"{n} {v}" for v, n in counts.items())
-        lines.append(f"| {bench.name} | {len(results)} | {verdicts} |")
     if regen:
-        lines += ["", "Baselines rewritten (--regen-baselines): changes are against the old ones."]
+        lines += ["Baselines rewritten (--regen-baselines): changes are against the old ones."]
         if not_accepted:
             lines.append(f"NOT written (see Errors): {', '.join(sorted(not_accepted))}.")
-    lines += ["", *_notable_markdown(benches, regen, not_accepted)]
-    for bench, _, figures in benches:
-        if figures:
-            links = ", ".join(f"[{p.name}]({p.as_posix()})" for p in figures)
-            lines.append(f"Figures of {bench.name}: {links}")
+        lines.append("")
+    lines += _notable_markdown(benches, regen, not_accepted)
+    to_accept = [
+        bench.name
+        for bench, results, _ in benches
+        if any(r.verdict in ("regression", "improved", "new") for r in results.values())
+    ]
+    if to_accept and not regen:
+        lines += [
+            "If every change above is intended, accept them all with:",
+            "",
+            f"    pytest --npubench {','.join(to_accept)} --regen-baselines",
+            "",
+        ]
+    figures = sum(len(f) for _, _, f in benches)
+    lines.append(
+        f"The {figures} figure(s), results.json and index.html are in the artifact folder "
+        "beside this file (in CI: the uploaded artifact); a step summary cannot show them."
+    )
     if problems:
         lines += ["", "## Errors", "", *(f"- {p}" for p in problems)]
     return "\n".join(lines).rstrip() + "\n"

@@ -436,6 +436,7 @@ class NpubenchSession:
                         self.relpath(self.baseline_path(bench)),
                         self._draw(bench, results),
                         self.whatif_lines(bench),
+                        self.topology_content(bench),
                     )
                 )
         try:
@@ -448,6 +449,7 @@ class NpubenchSession:
                 self.trace_path,
                 self.fail_improvements,
                 self.not_accepted,
+                artifacts.run_metadata(self.config.invocation_params.args, self.config.rootpath),
             )
         except OSError as exc:
             self._problem(f"could not write the artifacts to {self.relpath(root)}: {exc!r}")

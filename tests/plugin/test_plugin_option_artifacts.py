@@ -46,8 +46,7 @@ def test_summary_md_lists_regressions_and_new_configs(project: Project) -> None:
     project.knobs(scale=2.0)
     project.run("--npubench", "toy")
     summary = project.read("npubench-artifacts/summary.md")
-    assert summary.startswith("# npubench summary\n")
-    assert "| toy | 4 | 2 regression, 2 new |" in summary
+    assert summary.startswith("# npubench summary\n\n- **toy: 4 measured: 2 new | 2 regressions**")
     assert (
         "| toy | `16-fast` | regression | latency_ns | 16 | 32 | +100.00% | 1.00% |  |" in summary
     )
@@ -55,7 +54,9 @@ def test_summary_md_lists_regressions_and_new_configs(project: Project) -> None:
         "| toy | `16-slow` | new |  |  |  |  |  | `pytest --npubench toy --regen-baselines"
         in summary
     )
-    assert "Figures of toy: [latency.png](toy/latency.png)" in summary
+    assert "    pytest --npubench toy --regen-baselines\n" in summary
+    assert "](" not in summary  # no relative links: they break in $GITHUB_STEP_SUMMARY
+    assert "The 1 figure(s), results.json and index.html are in the artifact folder" in summary
 
 
 def test_custom_artifact_folder(project: Project) -> None:
@@ -125,3 +126,38 @@ def test_two_word_artifacts_folder_outside_the_project_is_refused_with_the_fix(
     ok = project.run("--npubench", "toy", f"--npubench-artifacts={elsewhere}")
     ok.assert_outcomes(passed=4)
     assert (elsewhere / "results.json").is_file()
+
+
+def test_results_json_has_run_metadata_integers_and_natural_id_order(project: Project) -> None:
+    """results.json says what produced it (command without xdist options, commit or null,
+    versions), keeps whole-number metrics as integers and lists ids 2, 10, 100 in that order."""
+    project.write(
+        "benches/toy.py",
+        """\
+        from pytest_npubench import Bench, Metric, Result
+
+        BENCH = Bench(
+            name="toy",
+            sweep={"size": [100, 2, 10]},
+            run=lambda p: Result(metrics={"count": p["size"], "time_ns": p["size"] * 1.5}),
+            metrics={
+                "count": Metric(unit="1", direction="lower"),
+                "time_ns": Metric(unit="ns", direction="lower"),
+            },
+            config_id=lambda p: f"{p['size']}KiB",
+            fingerprint=lambda: "hw",
+            topology=lambda: {"name": "toy-hw", "link": {"bw_gbs": 50}},
+        )
+        """,
+    )
+    project.run("--regen-baselines", "-n", "0").assert_outcomes(passed=3)
+    data = project.results()
+    run = data["run"]
+    assert run["command"] == "pytest -p no:hypothesispytest --regen-baselines"
+    assert "commit" in run and run["versions"]["pytest-npubench"]
+    assert set(run["versions"]) == {"pytest-npubench", "pytest", "numpy", "python"}
+    toy = data["benches"]["toy"]
+    assert list(toy["configs"]) == ["2KiB", "10KiB", "100KiB"]
+    assert toy["topology"] == {"name": "toy-hw", "link.bw_gbs": 50}
+    assert '"count": 10,' in project.read("npubench-artifacts/results.json")
+    assert toy["configs"]["10KiB"]["params"] == {"size": 10}

@@ -34,7 +34,12 @@ def parse_bench_names(value: str) -> tuple[str, ...]:
 def parse_artifacts_dir(value: str) -> Path:
     """``--npubench-artifacts`` value: a folder (created if missing)."""
     path = Path(value)
-    if not value.strip() or (path.exists() and not path.is_dir()):
+    try:
+        unusable = not value.strip() or (path.exists() and not path.is_dir())
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        unusable, value = True, f"{value[:60]}..." if len(value) > 60 else value
+        value += f" ({exc.strerror})"
+    if unusable:
         raise pytest.UsageError(
             f"--npubench-artifacts {value!r}: give a folder to write results.json, "
             "summary.md and figures into (default: npubench-artifacts)"

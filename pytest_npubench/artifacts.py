@@ -225,11 +225,22 @@ def write(
     notes = {art.bench.name: list(art.notes) for art in benches if art.notes}
     write_atomic(summary, summary_markdown(rows, problems, regen, notes, not_accepted))
 
+    drawn: set[str] = set()
+
     def trace_link(bench: Bench, config_id: str) -> str | None:
         if trace_path is None:
             return None
         path = trace_path(bench, config_id)
-        return _relative(path, root).as_posix() if path.is_file() else None
+        if not path.is_file():
+            return None
+        link = _relative(path, root).as_posix()
+        if path.with_suffix(".png").is_file():
+            drawn.add(link)
+        return link
+
+    for art in benches:  # find the drawn timelines before the page is rendered
+        for cid in art.results:
+            trace_link(art.bench, cid)
 
     write_atomic(
         index,

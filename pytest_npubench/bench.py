@@ -107,6 +107,7 @@ class Bench:
     ``topology()`` returns the normalised content of what the numbers are measured on (nested
     mappings of plain values); baselines store it beside ``fingerprint()``, so a run on other
     hardware (a what-if) names the keys that changed.
+    ``captions`` maps a figure's file name to what it shows and how to read it (index.html).
     """
 
     name: str
@@ -123,6 +124,7 @@ class Bench:
     explain: ExplainFn | None = None
     trace: TraceFn | None = None
     topology: Callable[[], Mapping[str, Any]] | None = None
+    captions: Mapping[str, str] | None = None
     _configs: tuple[BenchConfig, ...] = field(init=False, repr=False)
     _by_id: dict[str, BenchConfig] = field(init=False, repr=False)
 

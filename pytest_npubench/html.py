@@ -1,9 +1,12 @@
 """index.html: one self-contained page per run, written by the controller next to the figures.
 
-Regressions and where they came from come first; then each bench's figures (linked by
-relative paths, so the folder works when downloaded as a CI artifact), its table of configs
-and links to traces. No scripts, no external resources, no timestamps: ``-n 0`` and ``-n 2``
-write the same bytes.
+A banner with each bench's counts (measured / reused / failed), a sticky nav, then an overview
+of the failures with one command that accepts them all, each failure's details (collapsed),
+then per bench its figures at full width with captions and its table of configs (reused rows
+marked; columns sortable and rows filterable by a few lines of inline script, the page reads
+the same without it). Files are linked by relative paths, so the folder works when downloaded
+as a CI artifact; no external resources, no timestamps: ``-n 0`` and ``-n 2`` write the same
+bytes.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from pathlib import Path
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
 from pytest_npubench.report import (
+    bench_line,
     explanation,
     gate_failures,
     metric_cell,
     metric_rows,
     ordered,
+    percent,
     regen_command,
     summary_columns,
 )
@@ -38,9 +43,45 @@ tr.regression td, tr.failed-check td, tr.error td { background: #fdecea; }
 tr.improved td { background: #eaf6ea; } tr.new td { background: #fff7e0; }
 .card { border: 1px solid #e3b3ae; border-radius: 6px; padding: .4em 1em; margin: .8em 0; }
 .why { margin: .2em 0 .6em; } code { background: #f4f4f4; padding: 0 .25em; }
-figure { display: inline-block; margin: .5em; vertical-align: top; }
-figure img { max-width: 38em; border: 1px solid #ddd; }
-figcaption { font-size: .9em; color: #555; }
+figure { margin: 1em 0 1.6em; } figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { color: #444; max-width: 60em; }
+nav { position: sticky; top: 0; background: #fff; border-bottom: 1px solid #ccc;
+      padding: .4em 0; z-index: 1; } nav a { margin-right: 1.2em; }
+tr.reused-baseline td, tr.missing-baseline td { color: #777; background: #f6f6f6;
+      font-style: italic; }
+td.id code { white-space: nowrap; } th { cursor: pointer; background: #f4f4f4; }
+details { margin: .4em 0; } summary { cursor: pointer; font-weight: 600; }
+.banner li { margin: .15em 0; } input.filter { margin: .3em 0; padding: .2em .4em; }
+"""
+
+#: Sorts a table by the clicked column (numbers by value) and filters rows by a text box.
+SCRIPT = """
+document.querySelectorAll("table.configs").forEach(function (t) {
+  var box = document.createElement("input");
+  box.className = "filter"; box.placeholder = "filter rows (id or verdict)";
+  t.parentNode.insertBefore(box, t);
+  box.addEventListener("input", function () {
+    var q = box.value.toLowerCase();
+    t.querySelectorAll("tr.row").forEach(function (r) {
+      r.style.display = r.textContent.toLowerCase().indexOf(q) < 0 ? "none" : "";
+    });
+  });
+  t.querySelectorAll("th").forEach(function (th, i) {
+    th.addEventListener("click", function () {
+      var rows = Array.prototype.slice.call(t.querySelectorAll("tr.row"));
+      var up = th.dataset.up !== "1"; th.dataset.up = up ? "1" : "0";
+      rows.sort(function (a, b) {
+        var x = a.children[i].dataset.v || a.children[i].textContent;
+        var y = b.children[i].dataset.v || b.children[i].textContent;
+        var nx = parseFloat(x), ny = parseFloat(y);
+        var c = (isNaN(nx) || isNaN(ny)) ? x.localeCompare(y, undefined, {numeric: true})
+                                         : nx - ny;
+        return up ? c : -c;
+      });
+      rows.forEach(function (r) { r.parentNode.appendChild(r); });
+    });
+  });
+});
 """
 
 FAILING = ("regression", "failed-check", "error")
@@ -54,8 +95,9 @@ def render_index(
     notes: Mapping[str, Sequence[str]] | None = None,
     fail_improvements: bool = True,
     not_accepted: Collection[str] = (),
+    drawn: Collection[str] = (),
 ) -> str:
-    """The whole page as a string."""
+    """The whole page as a string. ``drawn``: trace links whose timeline PNG exists."""
     verdicts = FAILING + (("improved",) if fail_improvements and not regen else ())
     failing = [
         (bench, r)
@@ -69,23 +111,35 @@ def render_index(
         "<title>npubench report</title>",
         f"<style>{STYLE}</style></head><body>",
         "<h1>npubench report</h1>",
+        _nav(benches, failing, problems),
         _status(benches, failing, problems, regen and not not_accepted),
     ]
     for name, lines in (notes or {}).items():
         parts.append(f'<div class="card"><h3>{escape(name)}: hardware what-if</h3>')
         parts.append(f"<pre>{escape(chr(10).join(lines))}</pre></div>")
     if failing:
-        parts.append("<h2>Regressions and failures</h2>")
-        parts += [_failure_card(bench, r, trace_link) for bench, r in failing]
+        parts += _failure_overview(failing)
+        parts += [_failure_card(bench, r, trace_link, drawn) for bench, r in failing]
     parts += _changes(benches, regen, not_accepted)
     for bench, results, figures in benches:
-        parts += _bench_section(bench, results, figures, trace_link)
+        parts += _bench_section(bench, results, figures, trace_link, drawn)
     if problems:
-        parts.append("<h2>Errors</h2><ul>")
+        parts.append('<h2 id="errors">Errors</h2><ul>')
         parts += [f"<li>{escape(p)}</li>" for p in problems]
         parts.append("</ul>")
-    parts.append("</body></html>")
+    parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _nav(
+    benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
+    failing: Sequence[tuple[Bench, ConfigResult]],
+    problems: Sequence[str],
+) -> str:
+    links = [("failures", f"failures ({len(failing)})")] if failing else []
+    links += [(b.name, b.name) for b, _, _ in benches]
+    links += [("errors", f"errors ({len(problems)})")] if problems else []
+    return "<nav>" + "".join(f'<a href="#{escape(a)}">{escape(t)}</a>' for a, t in links) + "</nav>"
 
 
 def _status(
@@ -94,22 +148,45 @@ def _status(
     problems: Sequence[str],
     regen: bool,
 ) -> str:
-    total = sum(len(results) for _, results, _ in benches)
-    names = ", ".join(escape(b.name) for b, _, _ in benches) or "none"
+    measured = sum(r.source == "run" for _, results, _ in benches for r in results.values())
+    reused = sum(r.source != "run" for _, results, _ in benches for r in results.values())
     if failing or problems:
-        text = f"{len(failing)} of {total} configs failed"
+        text = f"{len(failing)} of {measured} measured configs failed"
         if problems:
             text += f"; {len(problems)} error(s)"
         cls = "bad"
     else:
-        text = f"all {total} configs pass their gates" + (" (baselines rewritten)" if regen else "")
+        text = f"all {measured} measured configs pass their gates"
+        text += " (baselines rewritten)" if regen else ""
         cls = "good"
-    return f'<p class="status {cls}">{escape(text)}</p><p>Benches: {names}</p>'
+    if reused:
+        text += f"; {reused} regen-only configs were not run (their baseline values are shown)"
+    lines = "".join(f"<li>{escape(bench_line(b, results))}</li>" for b, results, _ in benches)
+    return f'<p class="status {cls}">{escape(text)}</p><ul class="banner">{lines}</ul>'
 
 
-def _failure_card(bench: Bench, result: ConfigResult, trace_link: TraceLink) -> str:
+def _failure_overview(failing: Sequence[tuple[Bench, ConfigResult]]) -> list[str]:
+    rows = [["bench", "config", "verdict", "gated metrics beyond tolerance"]]
+    for bench, r in failing:
+        moved = [
+            f"{name} {percent(r.comparisons[name].change)}" for name in gate_failures(bench, r)
+        ]
+        rows.append([bench.name, r.config_id, r.verdict, ", ".join(moved) or r.message[:120]])
+    names = sorted({bench.name for bench, r in failing if r.verdict in ("regression", "improved")})
+    accept = (
+        f"<p>If every change is intended, accept them all with "
+        f"<code>{escape(regen_command(','.join(names)))}</code></p>"
+        if names
+        else ""
+    )
+    return ['<h2 id="failures">Failures</h2>', _table(rows), accept]
+
+
+def _failure_card(
+    bench: Bench, result: ConfigResult, trace_link: TraceLink, drawn: Collection[str]
+) -> str:
     title = f"{bench.name}[{result.config_id}]: {result.verdict}"
-    body = [f'<div class="card"><h3>{escape(title)}</h3>']
+    body = [f'<details class="card"><summary>{escape(title)}</summary>']
     if result.verdict in ("regression", "improved"):
         rows = metric_rows(bench, result, gate_failures(bench, result))
         body.append(_table(rows))
@@ -130,7 +207,10 @@ def _failure_card(bench: Bench, result: ConfigResult, trace_link: TraceLink) -> 
     link = trace_link(bench, result.config_id)
     if link:
         body.append(f'<p><a href="{escape(link)}">trace of this config</a></p>')
-    body.append("</div>")
+        picture = _timeline(link, drawn)
+        if picture:
+            body.append(f'<img src="{escape(picture)}" alt="timeline" style="max-width:100%">')
+    body.append("</details>")
     return "\n".join(body)
 
 
@@ -172,28 +252,44 @@ def _bench_section(
     results: Mapping[str, ConfigResult],
     figures: Sequence[Path],
     trace_link: TraceLink,
+    drawn: Collection[str],
 ) -> list[str]:
     parts = [f'<h2 id="{escape(bench.name)}">{escape(bench.name)}</h2>']
     for fig in figures:
         src = escape(fig.as_posix())
+        caption = (bench.captions or {}).get(fig.name, "")
+        text = f"<b>{escape(fig.name)}</b>" + (f": {escape(caption)}" if caption else "")
         parts.append(
             f'<figure><a href="{src}"><img src="{src}" alt="{escape(fig.name)}"></a>'
-            f"<figcaption>{escape(fig.name)}</figcaption></figure>"
+            f"<figcaption>{text}</figcaption></figure>"
         )
     columns = summary_columns(bench)
-    header = ["verdict", "config", *(f"{c} [{bench.metrics[c].unit}]" for c in columns), "trace"]
+    units = {c: bench.metrics[c].unit for c in columns}
+    header = ["verdict", "config", *columns, "trace"]
     rows = [f"<tr>{''.join(f'<th>{escape(h)}</th>' for h in header)}</tr>"]
-    for r in ordered(results):
+    for n, r in enumerate(ordered(results)):
         cells = [
-            f'<td class="id">{escape(r.verdict)}</td>',
-            f'<td class="id">{escape(r.config_id)}</td>',
+            f'<td class="id" data-v="{n:06d}">{escape(r.verdict)}</td>',
+            f'<td class="id"><code>{escape(r.config_id)}</code></td>',
         ]
-        cells += [f"<td>{escape(metric_cell(r, name))}</td>" for name in columns]
+        cells += [
+            f'<td data-v="{r.metrics.get(name, "")}">'
+            f"{escape(metric_cell(r, name, units[name]))}</td>"
+            for name in columns
+        ]
         link = trace_link(bench, r.config_id)
-        cells.append(f'<td><a href="{escape(link)}">trace</a></td>' if link else "<td></td>")
-        rows.append(f'<tr class="{escape(r.verdict)}">{"".join(cells)}</tr>')
-    parts.append("<table>" + "\n".join(rows) + "</table>")
+        picture = _timeline(link, drawn) if link else None
+        cell = f'<a href="{escape(link)}">trace</a>' if link else ""
+        cell += f' <a href="{escape(picture)}">timeline</a>' if picture else ""
+        cells.append(f"<td>{cell}</td>")
+        rows.append(f'<tr class="row {escape(r.verdict)}">{"".join(cells)}</tr>')
+    parts.append('<table class="configs">' + "\n".join(rows) + "</table>")
     return parts
+
+
+def _timeline(link: str, drawn: Collection[str]) -> str | None:
+    """The timeline PNG drawn beside a trace (``.json`` -> ``.png``), if it was drawn."""
+    return link[: -len(".json")] + ".png" if link.endswith(".json") and link in drawn else None
 
 
 def _table(rows: Sequence[Sequence[str]]) -> str:

@@ -40,6 +40,7 @@ from pytest_npubench.report import (
     regen_lines,
     unreadable_message,
 )
+from pytest_npubench.timeline import draw_timeline
 
 STATE_KEY = pytest.StashKey["NpubenchSession"]()
 
@@ -422,12 +423,29 @@ class NpubenchSession:
         report.written = True
         return True
 
+    def _draw_timelines(self, bench: Bench, results: Mapping[str, ConfigResult]) -> None:
+        """A Gantt PNG beside each trace written in this run (index.html shows it)."""
+        if not self.trace or bench.trace is None:
+            return
+        for result in results.values():
+            trace = self.trace_path(bench, result.config_id)
+            if result.source != "run" or not trace.is_file():
+                continue
+            try:
+                with artifacts.reproducible_matplotlib():
+                    draw_timeline(
+                        trace, trace.with_suffix(".png"), f"{bench.name}[{result.config_id}]"
+                    )
+            except Exception as exc:
+                self._problem(f"timeline of {self.relpath(trace)} failed: {exc!r}", exc)
+
     def _write_artifacts(self) -> None:
         root = self.artifacts_dir
         entries = []
         for bench in self.benches:
             results = self.ordered_results(bench)
             if results:
+                self._draw_timelines(bench, results)
                 entries.append(
                     artifacts.BenchArtifacts(
                         bench,

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib.image import imread
-from toyproject import Project
+from toyproject import REGEN_ONLY, TOY, Project
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
@@ -59,24 +59,36 @@ def failing_project(project: Project, xdist: bool = False) -> Path:
 
 
 def test_page_links_only_files_in_the_artifact_folder(project: Project) -> None:
-    """Every src/href is relative and points at a file that exists, so the folder works when
-    downloaded as a CI artifact; no scripts and no external resources."""
+    """Every src/href is relative and points at a file that exists (or an anchor of the page),
+    so the folder works when downloaded as a CI artifact; no external resources; the one inline
+    script only sorts and filters the tables (the page reads the same without it)."""
     index = failing_project(project)
     html = index.read_text()
     links = re.findall(r'(?:src|href)="([^"]+)"', html)
     assert "toy/latency.png" in links
     for link in links:
         assert "://" not in link and not link.startswith("/"), link
-        assert (index.parent / link).is_file(), link
-    assert "<script" not in html
+        if link.startswith("#"):
+            assert f'id="{link[1:]}"' in html, link
+        else:
+            assert (index.parent / link).is_file(), link
+    assert html.count("<script") == 1 and "src=" not in html.split("<script")[1].split(">")[0]
 
 
 def test_regressions_come_first_with_their_explanation(project: Project) -> None:
-    """The status line counts failures; each regression's card, with its table and its
-    explanation, precedes the bench's figures and table."""
+    """The status line counts failures; an overview table of the failures with one command
+    that accepts them all, then each regression's card (collapsed, with its table and its
+    explanation), precede the bench's figures and table."""
     html = failing_project(project).read_text()
-    assert '<p class="status bad">4 of 4 configs failed</p>' in html
+    assert '<p class="status bad">4 of 4 measured configs failed</p>' in html
+    assert "<li>toy: 4 measured: 4 regressions</li>" in html
+    assert '<nav><a href="#failures">failures (4)</a><a href="#toy">toy</a></nav>' in html
+    overview = html.index('<h2 id="failures">')
+    assert html.index("accept them all with <code>pytest --npubench toy --regen-baselines") > (
+        overview
+    )
     first_card = html.index("toy[16-fast]: regression")
+    assert overview < first_card and "<details" in html[overview:first_card]
     assert first_card < html.index('<h2 id="toy">') < html.index("<img")
     assert "util -50.00% (0.5 -&gt; 0.25 1)" in html[first_card:]
 
@@ -107,3 +119,24 @@ def test_console_check_can_fail(tmp_path: Path) -> None:
     page.write_text("<!doctype html><p>x</p><script>notDefined();</script>")
     _, console = render(page, tmp_path)
     assert any("notDefined" in line for line in console)
+
+
+def test_reused_rows_are_marked_and_ids_do_not_wrap(project: Project) -> None:
+    """Regen-only configs not run are counted in the banner and their rows carry their own
+    class (greyed); config ids are code that does not wrap; figures carry their caption."""
+    project.write(
+        "benches/toy.py",
+        TOY.format(
+            name="toy",
+            extra=REGEN_ONLY + "\n    figures=figures,\n"
+            '    captions={"latency.png": "latency of every config; lower is better"},',
+        ),
+    )
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    project.run("--npubench", "toy").assert_outcomes(passed=3, skipped=1)
+    html = project.read("npubench-artifacts/index.html")
+    assert "all 3 measured configs pass their gates; 1 regen-only configs were not run" in html
+    assert '<tr class="row reused-baseline">' in html
+    assert '<td class="id"><code>32-slow</code></td>' in html
+    assert "td.id code { white-space: nowrap; }" in html
+    assert "<b>latency.png</b>: latency of every config; lower is better" in html

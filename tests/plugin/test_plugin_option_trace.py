@@ -31,8 +31,9 @@ def test_traces_of_the_selected_configs_only(project: Project, xdist: bool) -> N
     )
     result.assert_outcomes(passed=2)
     traces = project.path / "npubench-artifacts" / "toy" / "traces"
-    names = sorted(p.name for p in traces.iterdir())
+    names = sorted(p.name for p in traces.glob("*.json"))
     assert [n.rsplit("-", 1)[0] for n in names] == ["16-fast", "32-fast"], names
+    assert (traces / names[0]).with_suffix(".png").read_bytes()[:4] == b"\x89PNG"  # timeline
     doc = json.loads((traces / names[0]).read_text())
     assert doc["otherData"] == {"params": {"size": 16, "variant": "fast"}, "limit": 50}
     result.stdout.fnmatch_lines(["npubench: 2 trace(s) of toy in npubench-artifacts/toy/traces/"])
@@ -75,7 +76,7 @@ def test_hostile_config_ids_get_unique_bounded_trace_names(project: Project) -> 
     project.run("--regen-baselines").assert_outcomes(passed=4)
     result = project.run("--npubench", "toy", "--npubench-trace")
     result.assert_outcomes(passed=4)
-    names = [p.name for p in (project.path / "npubench-artifacts/toy/traces").iterdir()]
+    names = [p.name for p in (project.path / "npubench-artifacts/toy/traces").glob("*.json")]
     assert len(set(names)) == 4 and all(len(n) <= 100 for n in names), names
 
 

@@ -27,6 +27,7 @@ from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
 from pytest_npubench.html import render_index
 from pytest_npubench.report import summary_markdown
+from pytest_npubench.shard import canonical_args
 
 RESULTS_SCHEMA = 1
 
@@ -118,10 +119,11 @@ def _sorted_keys(value: Any) -> Any:
 
 
 def run_metadata(args: Sequence[str], rootdir: Path) -> dict[str, Any]:
-    """What produced a results.json: the command (without xdist's worker options, so -n 0 and
-    -n 2 runs write the same bytes), the git commit if any, and the versions that matter."""
+    """What produced a results.json: the command (without options that say how or where it ran,
+    so -n 0, -n 2, sharded and merged runs write the same bytes), the git commit if any, and
+    the versions that matter."""
     return {
-        "command": "pytest " + shlex.join(_without_xdist(args)),
+        "command": "pytest " + shlex.join(canonical_args(args)),
         "commit": _git_commit(rootdir),
         "versions": {
             "pytest-npubench": _version("pytest-npubench"),
@@ -130,25 +132,6 @@ def run_metadata(args: Sequence[str], rootdir: Path) -> dict[str, Any]:
             "python": platform.python_version(),
         },
     }
-
-
-#: Options that change how a run is executed, not what it measures (xdist's, pytest's temp dir).
-_XDIST_VALUE = ("-n", "--numprocesses", "--dist", "--maxprocesses", "--tx", "--basetemp")
-
-
-def _without_xdist(args: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in _XDIST_VALUE:
-            skip = True
-        elif not arg.startswith(tuple(f"{o}=" for o in _XDIST_VALUE)) and not (
-            arg.startswith("-n") and arg[2:].isalnum() and not arg.startswith("--")
-        ):
-            out.append(arg)
-    return out
 
 
 def _git_commit(rootdir: Path) -> str | None:

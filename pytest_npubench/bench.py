@@ -108,6 +108,7 @@ class Bench:
     mappings of plain values); baselines store it beside ``fingerprint()``, so a run on other
     hardware (a what-if) names the keys that changed.
     ``captions`` maps a figure's file name to what it shows and how to read it (index.html).
+    ``cost(params)`` estimates a config's run time (any unit), to balance ``--npubench-shard``.
     """
 
     name: str
@@ -125,6 +126,7 @@ class Bench:
     trace: TraceFn | None = None
     topology: Callable[[], Mapping[str, Any]] | None = None
     captions: Mapping[str, str] | None = None
+    cost: Callable[[Params], float] | None = None
     _configs: tuple[BenchConfig, ...] = field(init=False, repr=False)
     _by_id: dict[str, BenchConfig] = field(init=False, repr=False)
 
@@ -207,6 +209,7 @@ class Bench:
             "explain",
             "trace",
             "topology",
+            "cost",
         ):
             value = getattr(self, arg)
             if value is not None and not callable(value):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 import pytest
 
-from pytest_npubench.bench import Bench, BenchConfig, ResultError
+from pytest_npubench.bench import Bench, BenchConfig, Result, ResultError
 from pytest_npubench.compare import Comparison, ConfigResult, config_verdict
 from pytest_npubench.report import (
     failure_message,
@@ -44,6 +45,13 @@ def bench_traceback(exc: BaseException) -> str:
 #: user_properties key of a problem a worker found that is not the config's verdict (e.g. a
 #: trace it could not write); the controller lists it among the run's errors.
 PROBLEM_KEY = "npubench-problem"
+
+
+class ReplayedError(Exception):
+    """A config whose run raised in its shard; the message is the shard's ``repr`` of it."""
+
+    def __repr__(self) -> str:
+        return str(self.args[0])
 
 
 class BenchFailure(Exception):
@@ -153,7 +161,11 @@ class BenchItem(pytest.Item):
         bench, cfg = self.bench, self.bench_config
         baseline = self.npubench.baseline_metrics(bench, cfg.config_id)
         try:
-            raw = bench.run(dict(cfg.params))
+            raw = (
+                self._replayed()
+                if self.npubench.replay is not None
+                else bench.run(dict(cfg.params))
+            )
         except Exception as exc:
             self._record(self._result(metrics={}, verdict="error", source="run", message=repr(exc)))
             raise
@@ -173,6 +185,19 @@ class BenchItem(pytest.Item):
             message=str(raw.message),
             comparisons=comparisons,
         )
+
+    def _replayed(self) -> Result:
+        """Under --npubench-replay: this config's measurement as a shard recorded it."""
+        payload = self.npubench.replayed(self.bench, self.bench_config.config_id)
+        if payload is None:
+            raise BenchFailure(
+                f"{self.name}: no shard measured this config; merge every shard of one run"
+            )
+        data = json.loads(payload)
+        if data["verdict"] == "error":
+            raise ReplayedError(data["message"])
+        ok = data["verdict"] != "failed-check"
+        return Result(metrics=data["metrics"], ok=ok, message=data["message"])
 
     def _compare(
         self, baseline: dict[str, float], metrics: dict[str, float]

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from pytest_npubench import hookspecs
-from pytest_npubench.session import STATE_KEY, NpubenchSession
+from pytest_npubench.session import STATE_KEY, NpubenchSession, ShardSelector
+from pytest_npubench.shard import parse_shard
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 
@@ -157,6 +158,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"trace at most N events per config; above that, consecutive operations of an "
         f"engine are merged into spans (default: {DEFAULT_TRACE_LIMIT})",
     )
+    group.addoption(
+        "--npubench-shard",
+        dest="npubench_shard",
+        metavar="K/N",
+        type=parse_shard,
+        default=None,
+        help="run only the K-th of N deterministic parts of the selected configs (balanced by "
+        "the bench's cost estimate) and write shard.json for 'python -m pytest_npubench merge'",
+    )
+    group.addoption(
+        "--npubench-replay",
+        dest="npubench_replay",
+        metavar="FILE",
+        default=None,
+        help="(used by 'python -m pytest_npubench merge') take each config's measurement from "
+        "FILE instead of running it",
+    )
     parser.addini(
         "npubench_paths",
         type="paths",
@@ -194,3 +212,5 @@ def pytest_configure(config: pytest.Config) -> None:
     state = NpubenchSession(config)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "npubench-session")
+    if state.shard is not None:
+        config.pluginmanager.register(ShardSelector(state), "npubench-shard")

@@ -40,6 +40,7 @@ from pytest_npubench.report import (
     regen_lines,
     unreadable_message,
 )
+from pytest_npubench.shard import SHARD_FILE, Shard, partition, shard_document
 from pytest_npubench.timeline import draw_timeline
 
 STATE_KEY = pytest.StashKey["NpubenchSession"]()
@@ -66,6 +67,8 @@ class NpubenchSession:
         self.artifacts_dir: Path = option.npubench_artifacts or (
             config.rootpath / "npubench-artifacts"
         )
+        self.shard: Shard | None = option.npubench_shard
+        self.replay = _load_replay(option.npubench_replay)
         self.trace: bool = option.npubench_trace
         self.trace_limit: int = option.npubench_trace_limit
         self.benches: list[Bench] = []
@@ -339,9 +342,15 @@ class NpubenchSession:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write baselines (regen only), then figures, results.json and summary.md."""
-        if self.is_worker or not self.results:
+        if self.is_worker:
             return
-        if self.regen and exitstatus != pytest.ExitCode.INTERRUPTED:
+        if self.shard is not None:  # a part of a sweep: baselines and figures wait for merge
+            self._write_shard()
+            if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+                session.exitstatus = pytest.ExitCode.OK  # more shards than configs: fine
+        if not self.results:
+            return
+        if self.shard is None and self.regen and exitstatus != pytest.ExitCode.INTERRUPTED:
             for bench in self.benches:
                 self._regen(bench)
         self._write_artifacts()
@@ -479,7 +488,32 @@ class NpubenchSession:
             self._problem(f"bench {bench.name!r}: fingerprint() raised {exc!r}", exc)
             return None
 
+    def _write_shard(self) -> None:
+        assert self.shard is not None
+        payloads = {
+            bench.name: {cid: r.to_payload() for cid, r in self.ordered_results(bench).items()}
+            for bench in self.benches
+        }
+        text = shard_document(
+            self.shard,
+            self.config.invocation_params.args,
+            artifacts.run_metadata((), self.config.rootpath)["commit"],
+            self.regen,
+            {bench.name: self._fingerprint(bench) for bench in self.benches},
+            payloads,
+        )
+        try:
+            write_baseline(self.artifacts_dir / SHARD_FILE, text)
+        except OSError as exc:
+            self._problem(f"could not write {self.relpath(self.artifacts_dir)}/{SHARD_FILE}: {exc}")
+
+    def replayed(self, bench: Bench, config_id: str) -> str | None:
+        """The payload a shard recorded for this config (under --npubench-replay)."""
+        return None if self.replay is None else self.replay.get(bench.name, {}).get(config_id)
+
     def _draw(self, bench: Bench, results: Mapping[str, ConfigResult]) -> list[Path]:
+        if self.shard is not None:
+            return []
         inputs = artifacts.figure_inputs(results)
         hook = self.config.hook.pytest_npubench_figures
         if not inputs or (bench.figures is None and len(hook.get_hookimpls()) == 1):
@@ -564,6 +598,45 @@ class NpubenchSession:
                     f"improved: run --regen-baselines to accept: "
                     f"{item_name(bench.name, r.config_id)} ({changes})"
                 )
+
+
+def _load_replay(path: str | None) -> dict[str, dict[str, str]] | None:
+    if path is None:
+        return None
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise pytest.UsageError(f"--npubench-replay {path}: cannot be read ({exc})") from None
+    if not isinstance(data, dict):
+        raise pytest.UsageError(f"--npubench-replay {path}: not a replay file of merged shards")
+    return data
+
+
+class ShardSelector:
+    """Keeps this shard's part of the configs that are left after -k/-m (hence ``trylast``)."""
+
+    def __init__(self, state: NpubenchSession) -> None:
+        self.state = state
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        shard = self.state.shard
+        assert shard is not None
+        costs = [(item.nodeid, _cost(item)) for item in items]
+        owner = partition(costs, shard.count)
+        keep = [item for item, s in zip(items, owner, strict=True) if s == shard.index - 1]
+        others = [item for item, s in zip(items, owner, strict=True) if s != shard.index - 1]
+        if others:
+            config.hook.pytest_deselected(items=others)
+        items[:] = keep
+
+
+def _cost(item: pytest.Item) -> float:
+    if not isinstance(item, BenchItem) or item.bench.cost is None:
+        return 1.0
+    return float(item.bench.cost(dict(item.bench_config.params)))
 
 
 def _bench_paths(config: pytest.Config) -> list[Path]:

@@ -60,3 +60,17 @@ def test_ci_script_runs_the_readme_commands() -> None:
     script = (ROOT / ".ci" / "run").read_text()
     for command in _readme_commands():
         assert command in script
+
+
+def test_sharded_workflow_runs_every_shard_then_merges_them_all() -> None:
+    """The matrix example: N shard jobs, each uploading its folder; a merge job that needs them,
+    downloads every shard and merges exactly the N folders it downloaded."""
+    doc = yaml.safe_load((ROOT / ".github" / "workflows" / "npubench-sharded.yml").read_text())
+    shard, merge = doc["jobs"]["shard"], doc["jobs"]["merge"]
+    shards = shard["strategy"]["matrix"]["shard"]
+    run = " ".join(str(s.get("run", "")) for s in shard["steps"])
+    assert f"--npubench-shard=${{{{ matrix.shard }}}}/{len(shards)}" in run
+    assert merge["needs"] == "shard"
+    command = next(s["run"] for s in merge["steps"] if "pytest_npubench merge" in str(s.get("run")))
+    folders = [w for w in command.split() if w.startswith("npubench-shard-")]
+    assert folders == [f"npubench-shard-{k}" for k in shards]

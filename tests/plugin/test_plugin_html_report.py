@@ -140,3 +140,40 @@ def test_reused_rows_are_marked_and_ids_do_not_wrap(project: Project) -> None:
     assert '<td class="id"><code>32-slow</code></td>' in html
     assert "td.id code { white-space: nowrap; }" in html
     assert "<b>latency.png</b>: latency of every config; lower is better" in html
+
+
+@needs_chromium
+def test_dom_after_scripts_counts_rows_and_adds_the_filter(
+    project: Project, tmp_path: Path
+) -> None:
+    """Chromium's DOM of the page (after the inline script ran): one filter box per table,
+    one row per config with its verdict class, every link resolving to a file or an anchor."""
+    assert CHROMIUM is not None
+    project.write(
+        "benches/toy.py", TOY.format(name="toy", extra=REGEN_ONLY + "\n    figures=figures,")
+    )
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    project.knobs(scale=2.0)
+    project.run("--npubench", "toy").assert_outcomes(failed=3, skipped=1)
+    index = project.path / "npubench-artifacts" / "index.html"
+    dom = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            index.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    ).stdout
+    assert dom.count('class="filter"') == 1
+    assert dom.count('<tr class="row regression">') == 3
+    assert dom.count('<tr class="row reused-baseline">') == 1
+    for link in re.findall(r'(?:src|href)="([^"]+)"', dom):
+        target = link[1:] if link.startswith("#") else None
+        assert (f'id="{target}"' in dom) if target else (index.parent / link).is_file(), link

@@ -4,13 +4,14 @@ Merges the artifact folders of a sweep run as ``--npubench-shard K/N`` on severa
 checks that the shards belong together (see :mod:`pytest_npubench.shard`), then runs the
 shards' own pytest command in replay mode, from the current folder (the project root), so
 results.json, the figures, summary.md, index.html and (with --regen-baselines) the baselines
-are what one unsharded run writes.
+are what one unsharded run writes. pytest runs in a child process of the same interpreter.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -63,7 +64,10 @@ def merge(argv: Sequence[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="npubench-merge-") as tmp:
         replay = Path(tmp) / "replay.json"
         replay.write_text(json.dumps(replay_payloads(shards)), encoding="utf-8")
-        return int(pytest.main([*command, f"--npubench-replay={replay}"]))
+        # A fresh interpreter: this one has imported the plugin already, which pytest's
+        # assertion rewriting warns about (an error under filterwarnings = error).
+        pytest_cmd = [sys.executable, "-m", "pytest", *command, f"--npubench-replay={replay}"]
+        return subprocess.run(pytest_cmd, check=False).returncode
 
 
 def main() -> None:

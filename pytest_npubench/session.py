@@ -549,10 +549,10 @@ class NpubenchSession:
             if verbosity >= 0:
                 tr.write_sep("-", f"npubench: {bench.name}")
             tr.write_line(bench_line(bench, results))
+            for line in self.whatif_lines(bench):  # even under -q: it explains every delta
+                tr.write_line(line, yellow=True)
             if verbosity < 0:
                 continue
-            for line in self.whatif_lines(bench):
-                tr.write_line(line, yellow=True)
             for line in bench_table(bench, results, everything=verbosity > 0):
                 tr.write_line(line)
             self._improved_lines(tr, bench, results)

@@ -32,7 +32,7 @@ def test_whatif_names_changed_keys_once_and_compares_every_config(
     (not one error per config), in the terminal, summary.md and index.html."""
     before = measured(project)
     project.knobs(fingerprint="toy-hw:2", topology=SLOWER_LINK)
-    result = project.run("--npubench", "toy", xdist=xdist)
+    result = project.run("--npubench", "toy", "-q", xdist=xdist)  # -q keeps the what-if
     result.assert_outcomes(passed=4)  # the numbers did not move: a what-if that changes nothing
     text = output(result)
     assert text.count("changed: link.latency_ns 1000 -> 1500") == 1, text

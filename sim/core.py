@@ -29,6 +29,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from sim.errors import NpuSimError
 from sim.oplog import COLUMNS, DTYPES, OpLog
 
 __all__ = [
@@ -48,7 +49,7 @@ DMA, SERVE, PIPE = 0, 1, 2
 MAX_TIME_PS = 1 << 62
 
 
-class SimulationError(RuntimeError):
+class SimulationError(NpuSimError, RuntimeError):
     """The program cannot be timed: a deadlock, a runaway, or a malformed program."""
 
 

@@ -60,7 +60,7 @@ MAX_TOPOLOGY_FILE_BYTES = 1 << 20  # a topology is ~1.5 KiB; larger is not a top
 MEMORY_BUDGET_ENV = "NPUBENCH_MEMORY_BUDGET_MIB"
 DEFAULT_MEMORY_BUDGET_MIB = 2048
 OPS_BUDGET_ENV = "NPUBENCH_OPS_BUDGET"
-DEFAULT_OPS_BUDGET = 4_000_000  # collective ops + route hops: ~40 s of the Python engine
+DEFAULT_OPS_BUDGET = 2_000_000  # collective ops + route hops: ~20 s of the Python engine
 
 # estimated bytes per item, measured with tracemalloc on the shipped kernels
 OPLOG_RECORD_BYTES = 54  # 3 int16 + 6 int64 columns
@@ -194,7 +194,7 @@ def check_gemm(M: int, K: int, N: int, topo: object, *, extrapolate: bool = True
     mt, kt, nt = _ceil_div(M, pe.tile_m), _ceil_div(K, pe.tile_k), _ceil_div(N, pe.tile_n)
     tile_ops, out_tiles = mt * kt * nt, mt * nt
     ops = 4 * tile_ops + out_tiles + mt + 2
-    what = f"GEMM {M}x{K}x{N}"
+    what = f"GEMM {_text(M)}x{_text(K)}x{_text(N)}"
     state = t.hbm.num_pcs + min(pe.operand_slots, tile_ops) + 16
     memory = ops * OPLOG_RECORD_BYTES + out_tiles * state * GEMM_STATE_ENTRY_BYTES
     _check_memory(
@@ -222,6 +222,11 @@ def check_gemm(M: int, K: int, N: int, topo: object, *, extrapolate: bool = True
             f"{what}: {short_number(tile_ops * pe.tile_macs)} padded MACs do not fit the "
             "op log's int64 MAC counts; make the GEMM smaller"
         )
+
+
+def _text(x: int) -> str:
+    """An integer for a message: in full, unless it is too long to print."""
+    return str(x) if x.bit_length() <= 256 else short_number(x)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -276,7 +281,7 @@ def check_collective(
     transfers, reductions = _collective_counts(p, k, algorithm)
     near = algorithm in ("ring", "torus2d")
     records = transfers * ((2 if kind == "switch" else 1) if near else diameter) + reductions
-    what = f"{algorithm} collective of {size} bytes on {p} chips ({kind})"
+    what = f"{short_repr(algorithm)} collective of {_text(size)} bytes on {p} chips ({kind})"
     parts = f"{short_number(records)} transfers/reductions, {short_number(hops)} route hops"
     _check_memory(what, records * FABRIC_OP_BYTES + hops * ROUTE_HOP_BYTES, parts)
     if records + hops > ops_budget():
@@ -286,7 +291,8 @@ def check_collective(
             f"larger chips.chunk_kib, or raise the budget: {OPS_BUDGET_ENV}={records + hops}"
         )
     net = t.chips
-    link = _ps(per_chunk, net.link_bw) + net.link_latency_ps
-    worst = records * max(link, _ps(per_chunk, net.reduce_bw))
+    per_transfer = max(bpe, min(per_chunk, size))  # a transfer carries at most one chunk
+    link = _ps(per_transfer, net.link_bw) + net.link_latency_ps
+    worst = records * max(link, _ps(per_transfer, net.reduce_bw))
     _check_time(what, worst, parts)
     return size, chunk

@@ -142,3 +142,26 @@ def test_random_values_at_random_keys(tmp_path: Path, changes: list[tuple[str, A
     numbers = [v for _, v in changes if isinstance(v, float)]
     if any(math.isnan(v) or math.isinf(v) for v in numbers):
         assert out.error is not None
+
+
+def test_clock_ghz_is_used_so_it_may_change_the_fingerprint(tmp_path: Path) -> None:
+    """clock_ghz is checked against pe.stage_ns (whole cycles), as the YAML comment says."""
+    path = tmp_path / "clock.yaml"
+    path.write_text(BASE_TEXT.replace("clock_ghz: 1.0 ", "clock_ghz: 3.0 "))
+    assert load_topology(path).fingerprint != load_topology().fingerprint  # 48 cycles: fine
+    path.write_text(BASE_TEXT.replace("clock_ghz: 1.0 ", "clock_ghz: 0.3 "))
+    with pytest.raises(TopologyError, match=r"'clock_ghz' = 0\.3: pe\.stage_ns .* clock cycles"):
+        load_topology(path)
+    assert "pe.stage_ns must be a whole number of cycles" in BASE_TEXT
+
+
+def test_sexagesimal_is_never_ninety(tmp_path: Path) -> None:
+    """YAML 1.1 reads 1:30 as 90; here it is text, so a ns key refuses it (and so does !!int)."""
+    path = tmp_path / "sexa.yaml"
+    for token in ("1:30", "90"):
+        path.write_text(BASE_TEXT.replace("latency_ns: 120 ", f"latency_ns: {token} ", 1))
+        if token == "90":
+            assert load_topology(path).hbm.latency_ns == 90
+        else:
+            with pytest.raises(TopologyError, match="sexagesimal"):
+                load_topology(path)

@@ -89,7 +89,7 @@ VALUE_TOKENS: dict[str, str] = {
     "list": "[1, 2]",
     "empty_list": "[]",
     "mapping": "{a: 1}",
-    "long_string": '"' + "x" * 100_000 + '"',
+    "long_string": '"' + "x" * 20_000 + '"',
     "deep_list": "[" * 5000 + "]" * 5000,
     "alias_bomb": _bomb(),
     "binary_tag": "!!binary aGVsbG8=",
@@ -153,6 +153,14 @@ def structure_mutants() -> Iterator[tuple[str, bytes]]:
     deep = "".join(" " * (i + 1) + f"k{i}:\n" for i in range(1400))
     yield "deep_block_mapping", ("pe:\n" + deep + " " * 1401 + "1\n").encode()
     yield "brackets_in_strings", text.replace("ring", '"' + "[" * 40 + '"', 1).encode()
+    merge = ["m0: &m0 {x: 1}"] + [
+        f"m{n}: &m{n} {{<<: [" + ", ".join([f"*m{n - 1}"] * 9) + "]}" for n in range(1, 9)
+    ]
+    yield "merge_key_bomb", (text + "\n".join(merge) + "\n").encode()
+    yield (
+        "merge_tag_bomb",
+        (text + "\n".join(merge).replace("{<<:", "{? !!merge '<<' :") + "\n").encode(),
+    )
     yield "bomb_top", (text + "bomb: " + _bomb() + "\n").encode()
     yield "huge_file", (text + "#" + "x" * (3 << 20) + "\n").encode()
     yield "many_docs", (text + "---\n" + text).encode()

@@ -30,6 +30,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from sim.errors import NpuSimError
+from sim.limits import MAX_TIME_PS  # one definition of the int64-ps ceiling
 from sim.oplog import COLUMNS, DTYPES, OpLog
 
 __all__ = [
@@ -46,7 +47,6 @@ __all__ = [
 ]
 
 DMA, SERVE, PIPE = 0, 1, 2
-MAX_TIME_PS = 1 << 62
 
 
 class SimulationError(NpuSimError, RuntimeError):

@@ -511,8 +511,14 @@ def available_topologies() -> list[str]:
     return sorted(p.stem for p in TOPOLOGY_DIR.glob("*.yaml"))
 
 
-class _Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` with YAML 1.2 core-schema scalars.
+try:  # libyaml's parser is ~15x faster; the resolvers and constructors below are the same
+    from yaml import CSafeLoader as _SafeBase
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeLoader as _SafeBase  # type: ignore[assignment]
+
+
+class _Loader(_SafeBase):
+    """``yaml.SafeLoader`` (libyaml's when built) with YAML 1.2 core-schema scalars.
 
     YAML 1.1 reads ``1:30`` as 90 (base 60), ``017`` as 15, ``yes`` as true and dates as
     datetimes; here those stay strings, so the validator refuses them as not a number.
@@ -522,14 +528,14 @@ class _Loader(yaml.SafeLoader):
     yaml_implicit_resolvers = {}  # noqa: RUF012 (PyYAML's own class-level table)
 
 
-def _construct_int(loader: yaml.SafeLoader, node: yaml.Node) -> int | str:
+def _construct_int(loader: _SafeBase, node: yaml.Node) -> int | str:
     text = str(loader.construct_scalar(node))  # type: ignore[arg-type]
     if len(text.lstrip("+-")) > _MAX_INT_DIGITS:
         return _Oversized(text)
     return int(text, 10)
 
 
-def _construct_float(loader: yaml.SafeLoader, node: yaml.Node) -> float:
+def _construct_float(loader: _SafeBase, node: yaml.Node) -> float:
     text = str(loader.construct_scalar(node)).lower()  # type: ignore[arg-type]
     special = {".inf": math.inf, "+.inf": math.inf, "-.inf": -math.inf, ".nan": math.nan}
     return special[text] if text in special else float(text)
@@ -605,7 +611,7 @@ def _read(path: Path) -> str:
         offset = raw.index(b"\x00")
         raise TopologyError(
             f"{path}: binary data, not a topology (a NUL byte at offset {offset}). "
-            f"Pass a YAML file; it must be UTF-8 text. {save}"
+            f"Pass a YAML topology file. {save}"
         )
     try:
         return raw.decode("utf-8-sig")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from sim.analysis import busy_ps, gemm_metrics
 from sim.collective_model import model as collective_model
 from sim.core import SimulationError, simulate, simulate_reference
+from sim.errors import BudgetError, InputError, NpuSimError, TopologyError
 from sim.kernels.allreduce import all_gather, allreduce, collective_metrics, reduce_scatter
 from sim.kernels.gemm import (
     VARIANTS,
@@ -26,12 +27,15 @@ from sim.kernels.gemm import (
 from sim.model import gemm_model, roofline_tflops
 from sim.oplog import OpLog
 from sim.program import ProgramBuilder
-from sim.topology import Topology, TopologyError, available_topologies, load_topology
+from sim.topology import Topology, available_topologies, load_topology
 from sim.trace import chrome_trace, write_trace
 
 __all__ = [
     "VARIANTS",
+    "BudgetError",
     "GemmShape",
+    "InputError",
+    "NpuSimError",
     "OpLog",
     "ProgramBuilder",
     "ShapeError",

@@ -10,8 +10,9 @@ import argparse
 import sys
 
 from sim.analysis import gemm_metrics
-from sim.kernels.gemm import VARIANTS, GemmShape, ShapeError, SramCapacityError, run_gemm
-from sim.topology import TopologyError, load_topology
+from sim.errors import NpuSimError
+from sim.kernels.gemm import VARIANTS, GemmShape, run_gemm
+from sim.topology import load_topology
 
 DEFAULT_SHAPES = [
     "16x32x16",
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         topo = load_topology(args.topology)
         shapes = [GemmShape.parse(s) for s in args.shapes]
-    except (TopologyError, ShapeError) as exc:
+    except NpuSimError as exc:
         parser.error(str(exc))
     print(f"topology {topo.fingerprint}")
     print(
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         for variant in args.variant or VARIANTS:
             try:
                 m = gemm_metrics(run_gemm(shape, variant, topo))
-            except SramCapacityError as exc:
+            except NpuSimError as exc:  # SRAM too small, over a budget: say so, go on
                 print(f"{shape!s:>14} {variant:>14}  skipped: {exc}")
                 continue
             print(

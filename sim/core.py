@@ -29,6 +29,8 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from sim.errors import NpuSimError
+from sim.limits import MAX_TIME_PS  # one definition of the int64-ps ceiling
 from sim.oplog import COLUMNS, DTYPES, OpLog
 
 __all__ = [
@@ -45,10 +47,9 @@ __all__ = [
 ]
 
 DMA, SERVE, PIPE = 0, 1, 2
-MAX_TIME_PS = 1 << 62
 
 
-class SimulationError(RuntimeError):
+class SimulationError(NpuSimError, RuntimeError):
     """The program cannot be timed: a deadlock, a runaway, or a malformed program."""
 
 

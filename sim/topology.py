@@ -11,6 +11,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
+import numbers
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -18,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from sim.errors import TopologyError, short_number, short_repr
+from sim.limits import MAX_CODE, MAX_INT_KEY, MAX_OP_PS, MAX_TOPOLOGY_FILE_BYTES
 
 __all__ = [
     "TOPOLOGY_DIR",
@@ -38,10 +45,6 @@ __all__ = [
 TOPOLOGY_DIR = Path(__file__).parent / "topologies"
 CHIP_TOPOLOGIES = ("ring", "fully_connected", "torus2d", "switch")
 PS_PER_NS = 1000
-
-
-class TopologyError(ValueError):
-    """A topology file is missing, malformed or breaks a rule; the message says how to fix it."""
 
 
 def _exact(value: float | int) -> Fraction:
@@ -192,8 +195,9 @@ class Topology:
         """A revalidated copy with some ``chips`` fields changed (sweeps over chip counts)."""
         data = self.to_dict()
         data["chips"].update(changes)
-        if "torus_dims" in changes:
-            data["chips"]["torus_dims"] = list(changes["torus_dims"])
+        dims = changes.get("torus_dims")
+        if isinstance(dims, tuple):
+            data["chips"]["torus_dims"] = list(dims)
         return _build(data, f"{self.source} (chips overridden: {sorted(changes)})")
 
     def to_dict(self) -> dict[str, Any]:
@@ -258,43 +262,95 @@ _SECTION_TYPES: dict[str, type] = {
 
 def _fail(source: str, key: str, value: object, rule: str) -> TopologyError:
     return TopologyError(
-        f"{source}: key '{key}' = {value!r}: {rule}. Fix the value in the topology file."
+        f"{source}: key '{key}' = {short_repr(value)}: {rule}. Fix the value in the topology file."
     )
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+class _Oversized(str):
+    """A YAML integer with too many digits to be a hardware value (never converted to int)."""
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
+_MAX_INT_DIGITS = 30
+_SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# tighter than MAX_INT_KEY where a value becomes an int16 engine code or sizes a per-block state
+_INT_MAX = {
+    "dma.engines": MAX_CODE - 2,  # dma0..dmaN-1, then fetch and pe
+    "hbm.num_pcs": MAX_CODE,  # channel state is compared at every simulated block
+    "chips.count": MAX_CODE,  # chip codes; links are bounded by _links() below
+}
+_NS_MAX = MAX_OP_PS // PS_PER_NS
+
+
+def _not_a_number(value: object) -> str:
+    if isinstance(value, _Oversized):
+        return f"must be a number, and an integer of {len(value.lstrip('+-'))} digits is too large"
+    if isinstance(value, str) and _SEXAGESIMAL.match(value):
+        return (
+            "must be a number: YAML 1.1 sexagesimal (base 60) notation like 1:30 is read as "
+            "text here, not as 90; write the plain number"
+        )
+    return "must be a number"
+
+
+def _integer(source: str, key: str, value: object) -> int:
+    most = _INT_MAX.get(key, MAX_INT_KEY)
+    if isinstance(value, _Oversized):
+        rule = f"must be at most {most} (what the simulator represents); it has {len(value)} digits"
+        raise _fail(source, key, value, rule)
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        rule = "must be an integer"
+        if isinstance(value, str):
+            rule = _not_a_number(value).replace("a number", "an integer", 1)
+        raise _fail(source, key, value, rule)
+    number = int(value)
+    if number <= 0:
+        raise _fail(source, key, value, "must be positive (> 0)")
+    if number > most:
+        raise _fail(source, key, value, f"must be at most {most} (what the simulator represents)")
+    return number
+
+
+def _real(source: str, key: str, kind: str, value: object) -> int | float:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise _fail(source, key, value, _not_a_number(value))
+    number: int | float = int(value) if isinstance(value, numbers.Integral) else float(value)
+    if isinstance(number, int) and number.bit_length() > _MAX_INT_DIGITS * 4:
+        raise _fail(source, key, value, f"is too large (more than {_MAX_INT_DIGITS} digits)")
+    if not math.isfinite(number):
+        raise _fail(source, key, value, "must be a finite number (not NaN or infinity)")
+    if number <= 0:
+        raise _fail(source, key, value, "must be positive (> 0)")
+    if kind == "ns":
+        if number > _NS_MAX:
+            raise _fail(
+                source,
+                key,
+                value,
+                f"must be at most {_NS_MAX} ns: one operation may last at most 2**40 ps "
+                "(sim.limits.MAX_OP_PS) so that a run stays within int64 picoseconds",
+            )
+        if (_exact(number) * PS_PER_NS).denominator != 1:
+            raise _fail(source, key, value, "must be a whole number of picoseconds (<= 3 decimals)")
+    return number
 
 
 def _check_value(source: str, key: str, kind: str, value: object) -> object:
     if kind == "int":
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise _fail(source, key, value, "must be an integer")
-        if value <= 0:
-            raise _fail(source, key, value, "must be positive (> 0)")
-        return value
+        return _integer(source, key, value)
     if kind == "choice":
-        if value not in CHIP_TOPOLOGIES:
+        if not isinstance(value, str) or value not in CHIP_TOPOLOGIES:
             raise _fail(source, key, value, f"must be one of {', '.join(CHIP_TOPOLOGIES)}")
         return value
     if kind == "dims":
-        ok = (
-            isinstance(value, list)
-            and len(value) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-        )
-        if not ok:
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
             raise _fail(source, key, value, "must be a list of two positive integers [rows, cols]")
-        assert isinstance(value, list)
-        return (value[0], value[1])
-    if not _is_number(value):
-        raise _fail(source, key, value, "must be a number")
-    assert isinstance(value, (int, float))
-    if value <= 0:
-        raise _fail(source, key, value, "must be positive (> 0)")
-    if kind == "ns" and (_exact(value) * PS_PER_NS).denominator != 1:
-        raise _fail(source, key, value, "must be a whole number of picoseconds (<= 3 decimals)")
-    return value
+        rows, cols = (_integer(source, key, v) for v in value)
+        return (rows, cols)
+    return _real(source, key, kind, value)
 
 
 def _require_mapping(source: str, key: str, value: object) -> Mapping[str, Any]:
@@ -304,9 +360,15 @@ def _require_mapping(source: str, key: str, value: object) -> Mapping[str, Any]:
 
 
 def _check_keys(source: str, prefix: str, got: Mapping[str, Any], allowed: set[str]) -> None:
+    for key in got:
+        if not isinstance(key, str):
+            raise TopologyError(
+                f"{source}: key {short_repr(key)} under '{prefix or '<top level>'}' is not a "
+                f"name. Allowed here: {', '.join(sorted(allowed))}. Remove or rename it."
+            )
     unknown = sorted(set(got) - allowed)
     if unknown:
-        key = f"{prefix}{unknown[0]}"
+        key = f"{prefix}{short_repr(unknown[0])[1:-1]}"
         raise TopologyError(
             f"{source}: unknown key '{key}'. Allowed here: {', '.join(sorted(allowed))}. "
             "Remove or rename it."
@@ -318,13 +380,96 @@ def _check_keys(source: str, prefix: str, got: Mapping[str, Any], allowed: set[s
         )
 
 
-def _build(data: Mapping[str, Any], source: str) -> Topology:
+def _links(kind: str, p: int) -> int:
+    """How many links (one per direction) a network of ``p`` chips has, at most."""
+    return {"ring": 2 * p, "fully_connected": p * (p - 1), "torus2d": 4 * p, "switch": 2 * p}[kind]
+
+
+def _check_durations(source: str, sections: Mapping[str, Any]) -> None:
+    """Every operation one topology value defines must last at most MAX_OP_PS (int64 ps)."""
+    pe: PEConfig = sections["pe"]
+    hbm: HBMConfig = sections["hbm"]
+    chips: ChipsConfig = sections["chips"]
+    fetch, dtype = sections["fetch"], sections["dtype"]
+    tile_pair = (pe.tile_m + pe.tile_n) * pe.tile_k * dtype.bytes_per_element
+    chunk = f"one {chips.chunk_kib} KiB chunk"
+    cases = [
+        (
+            "pe.pipeline_stages",
+            pe.pipeline_stages,
+            pe.stage_ps * pe.pipeline_stages,
+            "a tile-op's issue-to-retire time (pipeline_stages x stage_ns)",
+        ),
+        (
+            "hbm.hbm_to_router_bw_gbs",
+            hbm.hbm_to_router_bw_gbs,
+            hbm.burst_ps,
+            f"one {hbm.burst_bytes}-byte burst on one of {hbm.num_pcs} pseudo-channels",
+        ),
+        (
+            "fetch.fetch_gbs",
+            fetch.fetch_gbs,
+            ps_for_bytes(tile_pair, fetch.bw),
+            f"fetching one tile pair ({tile_pair} B)",
+        ),
+        (
+            "chips.link_bw_gbs",
+            chips.link_bw_gbs,
+            ps_for_bytes(chips.chunk_bytes, chips.link_bw),
+            f"sending {chunk}",
+        ),
+        (
+            "chips.reduce_gbs",
+            chips.reduce_gbs,
+            ps_for_bytes(chips.chunk_bytes, chips.reduce_bw),
+            f"reducing {chunk}",
+        ),
+    ]
+    for key, value, ps, what in cases:
+        if ps > MAX_OP_PS:
+            rate = "; use fewer stages or a shorter pe.stage_ns"
+            if key != "pe.pipeline_stages":
+                least = float(_exact(value) * ps / MAX_OP_PS)
+                rate = f"; use at least {least:.3g} GB/s (or less data per operation)"
+            raise _fail(
+                source,
+                key,
+                value,
+                f"{what} would take {short_number(ps)} ps, more than one operation may last "
+                f"(2**40 ps, sim.limits.MAX_OP_PS, keeps runs within int64 picoseconds){rate}",
+            )
+    links = _links(chips.topology, chips.count)
+    if links + 1 > MAX_CODE:
+        raise _fail(
+            source,
+            "chips.count",
+            chips.count,
+            f"a {chips.topology} of {chips.count} chips has {links} links; links are int16 "
+            f"engine codes, so at most {MAX_CODE - 1} (fewer chips, or another topology)",
+        )
+
+
+def _check_clock(source: str, clock: int | float, pe: PEConfig) -> None:
+    cycles = _exact(pe.stage_ns) * _exact(clock)
+    if cycles.denominator != 1:
+        raise _fail(
+            source,
+            "clock_ghz",
+            clock,
+            f"pe.stage_ns ({pe.stage_ns} ns) must be a whole number of clock cycles at "
+            f"{clock} GHz (it is {float(cycles):.6g}); the PE issues on clock edges",
+        )
+
+
+def _build(data: object, source: str) -> Topology:
     data = _require_mapping(source, "<top level>", data)
     _check_keys(source, "", data, _TOP_LEVEL)
     name = data["name"]
-    if not isinstance(name, str) or not name:
-        raise _fail(source, "name", name, "must be a non-empty string")
-    clock = _check_value(source, "clock_ghz", "num", data["clock_ghz"])
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise _fail(
+            source, "name", name, "must be 1-64 letters, digits, '.', '_' or '-' (e.g. npu-1h)"
+        )
+    clock = _real(source, "clock_ghz", "num", data["clock_ghz"])
     sections: dict[str, Any] = {}
     for section, fields in _SCHEMA.items():
         raw = _require_mapping(source, section, data[section])
@@ -343,11 +488,13 @@ def _build(data: Mapping[str, Any], source: str) -> Topology:
             [rows, cols],
             f"rows x cols must equal chips.count ({chips.count}) when chips.topology is torus2d",
         )
+    _check_durations(source, sections)
+    _check_clock(source, clock, sections["pe"])
     normal = {"name": name, "clock_ghz": clock, **{k: _normal(v) for k, v in sections.items()}}
     digest = hashlib.sha256(json.dumps(normal, sort_keys=True).encode()).hexdigest()[:12]
     return Topology(
         name=name,
-        clock_ghz=float(clock),  # type: ignore[arg-type]
+        clock_ghz=float(clock),
         fingerprint=f"{name}:{digest}",
         source=source,
         **sections,
@@ -364,18 +511,153 @@ def available_topologies() -> list[str]:
     return sorted(p.stem for p in TOPOLOGY_DIR.glob("*.yaml"))
 
 
-def load_topology(name_or_path: str | Path = "npu-1h") -> Topology:
-    """Load and validate a topology by shipped name (``"npu-1h"``) or by YAML file path."""
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = TOPOLOGY_DIR / f"{name_or_path}.yaml"
-    if not path.is_file():
+try:  # libyaml's parser is ~15x faster; the resolvers and constructors below are the same
+    from yaml import CSafeLoader as _SafeBase
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeLoader as _SafeBase  # type: ignore[assignment]
+
+
+class _Loader(_SafeBase):
+    """``yaml.SafeLoader`` (libyaml's when built) with YAML 1.2 core-schema scalars.
+
+    YAML 1.1 reads ``1:30`` as 90 (base 60), ``017`` as 15, ``yes`` as true and dates as
+    datetimes; here those stay strings, so the validator refuses them as not a number.
+    Integers of more than 30 digits are kept as text (no 5000-digit int is ever built).
+    """
+
+    yaml_implicit_resolvers = {}  # noqa: RUF012 (PyYAML's own class-level table)
+
+
+def _construct_int(loader: _SafeBase, node: yaml.Node) -> int | str:
+    text = str(loader.construct_scalar(node))  # type: ignore[arg-type]
+    if len(text.lstrip("+-")) > _MAX_INT_DIGITS:
+        return _Oversized(text)
+    return int(text, 10)
+
+
+def _construct_float(loader: _SafeBase, node: yaml.Node) -> float:
+    text = str(loader.construct_scalar(node)).lower()  # type: ignore[arg-type]
+    special = {".inf": math.inf, "+.inf": math.inf, "-.inf": -math.inf, ".nan": math.nan}
+    return special[text] if text in special else float(text)
+
+
+_RESOLVERS = [
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:int", r"^[-+]?[0-9]+$", "-+0123456789"),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
+]
+for _tag, _regexp, _first in _RESOLVERS:
+    _Loader.add_implicit_resolver(_tag, re.compile(_regexp), list(_first))
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+
+
+def _resolve(name_or_path: object) -> Path:
+    """The file a shipped name or a path designates; a directory is an error of its own."""
+    known = f"Known topologies: {', '.join(available_topologies())}"
+    if not isinstance(name_or_path, (str, os.PathLike)) or not os.fspath(name_or_path):
         raise TopologyError(
-            f"{path}: no such topology file. Known topologies: "
-            f"{', '.join(available_topologies())}; or pass a path to a .yaml file."
+            f"topology {short_repr(name_or_path)} must be a shipped name or a path to a "
+            f".yaml file. {known}."
+        )
+    text = os.fspath(name_or_path)
+    if not isinstance(text, str) or "\x00" in text:
+        raise TopologyError(f"topology path {short_repr(text)} is not a valid path. {known}.")
+    path = Path(text)
+    try:
+        is_dir = path.is_dir()
+    except OSError as exc:
+        raise TopologyError(f"{short_repr(text)}: cannot be read ({exc.strerror}).") from None
+    if is_dir:
+        raise TopologyError(
+            f"{path}: is a directory, not a topology file. Pass a .yaml file in it, or a "
+            f"shipped name. {known}."
+        )
+    if not path.suffix and "/" not in text and os.sep not in text:
+        path = TOPOLOGY_DIR / f"{text}.yaml"
+    return path
+
+
+def _read(path: Path) -> str:
+    """The file's text: UTF-8 (a BOM is fine), at most MAX_TOPOLOGY_FILE_BYTES, no NUL."""
+    known = f"Known topologies: {', '.join(available_topologies())}"
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_TOPOLOGY_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise TopologyError(
+            f"{path}: no such topology file. {known}; or pass a path to a .yaml file."
+        ) from None
+    except OSError as exc:
+        raise TopologyError(f"{path}: cannot be read ({exc.strerror}).") from None
+    if len(raw) > MAX_TOPOLOGY_FILE_BYTES:
+        raise TopologyError(
+            f"{path}: larger than {MAX_TOPOLOGY_FILE_BYTES >> 10} KiB, which no topology file "
+            "is; pass the right file."
+        )
+    save = "Save it as UTF-8 text."
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")) or (
+        len(raw) >= 4 and (raw[1::2][:32].count(0) > 12 or raw[0::2][:32].count(0) > 12)
+    ):
+        raise TopologyError(f"{path}: looks like UTF-16 or UTF-32 text, not UTF-8. {save}")
+    if b"\x00" in raw:
+        offset = raw.index(b"\x00")
+        raise TopologyError(
+            f"{path}: binary data, not a topology (a NUL byte at offset {offset}). "
+            f"Pass a YAML topology file. {save}"
         )
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise TopologyError(f"{path}: not valid YAML ({exc}). Fix the syntax.") from None
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        bad = raw[exc.start]
+        raise TopologyError(
+            f"{path}: not UTF-8: byte 0x{bad:02x} at offset {exc.start} (line {line}); "
+            f"Latin-1 or Windows-1252 text, or a binary file? {save}"
+        ) from None
+
+
+_MAX_NESTING = 32  # a topology nests two levels deep; PyYAML recurses once per level
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _check_nesting(path: Path, text: str) -> None:
+    """Refuse deep ``[``/``{`` nesting before PyYAML recurses into it (slow, then it fails)."""
+    depth = 0
+    for m in _BRACKETS.finditer(text):
+        depth += 1 if m.group() in "[{" else -1
+        if depth > _MAX_NESTING:
+            line = text.count("\n", 0, m.start()) + 1
+            raise TopologyError(
+                f"{path}: not valid YAML (nested too deeply: more than {_MAX_NESTING} levels "
+                f"of [ or {{ by line {line}). Fix the syntax."
+            )
+
+
+def load_topology(name_or_path: str | Path = "npu-1h") -> Topology:
+    """Load and validate a topology by shipped name (``"npu-1h"``) or by YAML file path.
+
+    Any problem is a :class:`TopologyError` naming the file, the key, the value (shortened)
+    and the fix: unreadable or non-UTF-8 files, YAML errors, unknown or missing keys, values
+    that are not finite positive numbers, or beyond what the simulator represents.
+    """
+    path = _resolve(name_or_path)
+    text = _read(path)
+    _check_nesting(path, text)
+    try:
+        data = yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
+    except RecursionError:
+        raise TopologyError(
+            f"{path}: not valid YAML (nested too deeply). Fix the syntax."
+        ) from None
+    except Exception as exc:  # PyYAML raises YAMLError, and ValueError/KeyError from tags
+        detail = short_repr(str(exc), 300)[1:-1]
+        raise TopologyError(f"{path}: not valid YAML ({detail}). Fix the syntax.") from None
     return _build(data, str(path))

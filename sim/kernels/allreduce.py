@@ -53,6 +53,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from sim.errors import InputError
+from sim.limits import check_collective
 from sim.link import (
     REDUCE,
     REDUCTION,
@@ -91,7 +93,7 @@ COLLECTIVES: tuple[Collective, ...] = ("allreduce", "reduce_scatter", "all_gathe
 I64 = npt.NDArray[np.int64]
 
 
-class CollectiveError(ValueError):
+class CollectiveError(InputError):
     """A collective cannot be built as asked; the message says what to change."""
 
 
@@ -501,6 +503,7 @@ def run_collective(
     chunk_bytes: int | None = None,
 ) -> CollectiveRun:
     """Simulate one collective of ``nbytes`` on ``topo.chips`` and check its result."""
+    nbytes, chunk_bytes = check_collective(topo, nbytes, algorithm, chunk_bytes)  # sim.limits
     net = build_network(topo)
     schedule = build_schedule(
         topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net

@@ -31,7 +31,9 @@ import numpy as np
 import numpy.typing as npt
 
 from sim.core import DMA, PIPE, SERVE, Channels, Op, simulate
+from sim.errors import InputError
 from sim.hbm import align_up, transfer_channels
+from sim.limits import check_gemm, shape_dims, whole_number
 from sim.oplog import OpLog
 from sim.topology import Topology, ps_for_bytes
 
@@ -58,11 +60,11 @@ ENGINE_STREAMS = 3  # A loads, B loads, C stores
 A_ENG, B_ENG, C_ENG = 0, 1, 2
 
 
-class ShapeError(ValueError):
+class ShapeError(InputError):
     """An impossible GEMM shape or variant."""
 
 
-class SramCapacityError(ValueError):
+class SramCapacityError(InputError):
     """A variant's buffers do not fit in SRAM."""
 
 
@@ -73,18 +75,16 @@ class GemmShape:
     N: int
 
     def __post_init__(self) -> None:
-        for name in ("M", "K", "N"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ShapeError(f"GEMM dimension {name}={value!r} must be a positive integer")
+        for name in ("M", "K", "N"):  # numpy integers become ints; bools, floats are refused
+            dim = whole_number(
+                getattr(self, name), f"GEMM dimension {name}", minimum=1, error=ShapeError
+            )
+            object.__setattr__(self, name, dim)
 
     @classmethod
     def parse(cls, text: str) -> GemmShape:
         """``"512x512x512"`` (M x K x N) -> GemmShape."""
-        parts = text.lower().split("x")
-        if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
-            raise ShapeError(f"shape {text!r} must look like MxKxN, e.g. 512x512x512")
-        return cls(*(int(p) for p in parts))
+        return cls(*shape_dims(text, ShapeError))
 
     def __str__(self) -> str:
         return f"{self.M}x{self.K}x{self.N}"
@@ -441,11 +441,16 @@ class GemmRun:
 
 
 def run_gemm(
-    shape: GemmShape | str, variant: str, topo: Topology, *, extrapolate: bool = True
+    shape: GemmShape | str | tuple[int, int, int],
+    variant: str,
+    topo: Topology,
+    *,
+    extrapolate: bool = True,
 ) -> GemmRun:
     """Simulate one GEMM; the op log is exact and deterministic."""
-    if isinstance(shape, str):
-        shape = GemmShape.parse(shape)
+    if not isinstance(shape, GemmShape):
+        shape = GemmShape(*shape_dims(shape, ShapeError))
+    check_gemm(shape.M, shape.K, shape.N, topo, extrapolate=extrapolate)  # budgets, sim.limits
     program = GemmProgram(shape, variant, topo)
     return GemmRun(program, simulate(program, extrapolate=extrapolate))
 

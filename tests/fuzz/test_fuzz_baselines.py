@@ -4,24 +4,18 @@ readable entries. The mutants are table-driven and seeded: the same ones every r
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
-import signal
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "plugin"))
+from fuzz_guard import time_limit
 from toyproject import Project, assert_no_plugin_traceback
 
 from pytest_npubench.baseline import BaselineError, load
 
 SEED_FILE = Path(__file__).parents[2] / "baselines" / "gemm.json"
-TIME_LIMIT_S = 10
 
 HOSTILE_VALUES: list[str] = [
     '"123"', "NaN", "Infinity", "-Infinity", "true", "false", "null", "[]", "{}", "[1]",
@@ -108,22 +102,6 @@ def mutants() -> list[tuple[str, Mutant]]:
 MUTANTS = mutants()
 
 
-@contextlib.contextmanager
-def deadline(seconds: int) -> Iterator[None]:
-    """Fail the test (instead of hanging) if the block runs longer than ``seconds``."""
-
-    def expire(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"took longer than {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def write_mutant(path: Path, content: str | bytes) -> None:
     if isinstance(content, bytes):
         path.write_bytes(content)
@@ -146,7 +124,7 @@ def test_every_mutant_loads_or_is_one_baseline_error(tmp_path: Path) -> None:
         rng = random.Random(n)
         path = tmp_path / f"{n}.json"
         write_mutant(path, mutate(seed, rng))
-        with deadline(TIME_LIMIT_S):
+        with time_limit():
             try:
                 load(path, "gemm")
                 outcomes["loaded"] += 1
@@ -157,13 +135,6 @@ def test_every_mutant_loads_or_is_one_baseline_error(tmp_path: Path) -> None:
 
 
 REGEN_SAMPLE = MUTANTS[::6]
-
-
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Project:
-    """A fresh toy bench project (as in tests/plugin), bytecode not cached."""
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    return Project(pytester)
 
 
 @pytest.fixture
@@ -187,7 +158,7 @@ def test_regen_under_mutants_never_loses_a_readable_entry(
             readable = set(load(path, "toy").entries)  # type: ignore[union-attr]
         except BaselineError:
             readable = None
-        with deadline(TIME_LIMIT_S):
+        with time_limit():
             result = project.run("--npubench", "toy", "--regen-baselines", "-k", "16-fast")
         assert_no_plugin_traceback(result)
         after = path.read_bytes()

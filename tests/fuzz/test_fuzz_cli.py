@@ -5,16 +5,9 @@ through the plugin, never a changed baseline unless --regen-baselines was given.
 from __future__ import annotations
 
 import itertools
-import signal
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "plugin"))
+from fuzz_guard import time_limit
 from toyproject import Project, assert_no_plugin_traceback
 
 NAMES = ["", ",", "all,", ",toy", "toy,,toy", "a b", "../toy", "toy;rm", "x" * 300, "ジェム",
@@ -57,26 +50,6 @@ def command_lines() -> list[list[str]]:
 COMMAND_LINES = command_lines()
 
 
-@contextmanager
-def deadline(seconds: int) -> Iterator[None]:
-    def expire(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"took longer than {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Project:
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    return Project(pytester)
-
-
 def test_the_catalogue_has_at_least_100_command_lines() -> None:
     """As many as the issue asks, each different."""
     assert len(COMMAND_LINES) >= 100, len(COMMAND_LINES)
@@ -92,7 +65,7 @@ def test_every_command_line_ends_cleanly(project: Project) -> None:
     exits: dict[str, int] = {}
     for args in COMMAND_LINES:
         before = baseline.read_bytes()
-        with deadline(10):
+        with time_limit():
             result = project.run(*args)
         assert result.ret in ALLOWED, (args, result.ret)
         assert_no_plugin_traceback(result)

@@ -385,14 +385,16 @@ def _fine_sizes() -> list[int]:
 @pytest.mark.parametrize("kind", TOPOLOGIES)
 def test_time_never_decreases_with_size(kind: str) -> None:
     """For every algorithm, over a fine size grid on 8 chips, a larger message never takes
-    less time (ADR 0005 lists the one measured exception: direct on a ring, 1.9 % faster
-    one element above 8 MiB, where its messages go from 8 to 16 chunks)."""
+    less time, up to 0.01 % (integer-ps rounding, one-element-uneven splits; ADR 0005 lists
+    the measured exceptions, at chunk-count changes above this grid)."""
     topo = _topo(kind, 8)
     sizes = _fine_sizes()
     for algorithm in algorithms_for(kind):
         times = [allreduce(topo, n, algorithm).time_ps for n in sizes]
         drops = [
-            (a, b) for a, b, x, y in zip(sizes, sizes[1:], times, times[1:], strict=False) if y < x
+            (a, b, x - y)
+            for a, b, x, y in zip(sizes, sizes[1:], times, times[1:], strict=False)
+            if y < x * (1 - 1e-4)  # up to 0.01 %: integer-ps rounding, one-element-uneven splits
         ]
         assert not drops, (algorithm, drops[:3])
 

@@ -420,7 +420,7 @@ def build_schedule(
         chunk_bytes=chunk,
         steps=tuple(t for t in (tuple(m for m in s if m.hi > m.lo) for s in steps) if t),
         shares=shares,
-        depth=topo.chips.staging_buffers,
+        depth=max(1, topo.chips.staging_buffers // 2),
     )
 
 

@@ -1,10 +1,16 @@
 """The ccl bench: allreduce over sizes, algorithms, chip topologies and chip counts.
 
-Gated: 8 chips, every algorithm valid on each of ring, fully_connected, switch and torus2d
-(``torus2d``, rows then columns, only on the torus), 1 KiB .. 256 MiB by x4. Regen-only:
-the same on 4 and 16 chips. Each config simulates one allreduce (``sim.kernels.allreduce``),
-checks it like nccl-tests (``#wrong`` elements must be 0) and against lower bounds no
-schedule can beat, and sets the analytic model (``sim.collective_model``) beside it.
+Every algorithm valid on each of ring, fully_connected, switch and torus2d (``torus2d``,
+rows then columns, only on the torus) runs on 4, 6, 8, 9, 12 and 16 chips, 1 KiB .. 256 MiB
+by x4. Gated (:func:`gated`, every algorithm x topology): 8 chips at 4 KiB, 256 KiB and
+16 MiB (latency-, mid- and bandwidth-bound), 4 chips at 64 MiB, 16 chips at 64 KiB, 6
+chips (not a power of two: the halving-doubling fold, a 2 x 3 torus) and 9 chips (odd: the
+shifted second tree, a 3 x 3 torus whose ring order needs a wrap link) at 1 MiB. The rest
+is regen-only: a normal run draws its figures from the baseline values. Each config
+simulates one allreduce (``sim.kernels.allreduce``), checks
+it like nccl-tests (``#wrong`` from a replay of the op log must be 0) and against lower
+bounds no allreduce can beat, and sets the analytic model (``sim.collective_model``) beside
+it. Byte and record counters are gated exactly (tolerance 0), the time at 0.1 %.
 Bandwidths follow nccl-tests: ``algbw = bytes / time``, ``busbw = algbw * 2(p-1)/p``,
 GB = 1e9 bytes. Everything hardware comes from the topology file; the sweep only
 overrides the chip count and interconnect (``Topology.replace_chips``).
@@ -20,8 +26,14 @@ from typing import Any
 
 from pytest_npubench import Bench, ConfigResult, Metric, Result
 from sim import load_topology
-from sim.collective_model import lower_bounds_ps, model
-from sim.kernels.allreduce import ALGORITHMS, algorithms_for, allreduce, collective_metrics
+from sim.collective_model import bounds_ps, model
+from sim.kernels.allreduce import (
+    ALGORITHMS,
+    algorithms_for,
+    allreduce,
+    bus_factor,
+    collective_metrics,
+)
 from sim.topology import Topology
 from sim.trace import write_trace
 
@@ -30,11 +42,25 @@ TOPOLOGY = load_topology(os.environ.get("NPUBENCH_TOPOLOGY", "npu-1h"))
 KIB, MIB = 1024, 1024 * 1024
 SIZES = [KIB * 4**i for i in range(10)]  # 1 KiB .. 256 MiB, nccl-tests style
 TOPOLOGIES = ["ring", "fully_connected", "switch", "torus2d"]
-CHIPS = [4, 8, 16]
-GATED_CHIPS = 8
-TORUS_DIMS = {4: (2, 2), 8: (2, 4), 16: (4, 4)}
+CHIPS = [4, 6, 8, 9, 12, 16]
+GATED_CHIPS = 8  # the chip count the figures draw
+GATED_SIZES = {
+    8: (4 * KIB, 256 * KIB, 16 * MIB),
+    4: (64 * MIB,),
+    16: (64 * KIB,),
+    6: (MIB,),
+    9: (MIB,),
+}
+TORUS_DIMS = {4: (2, 2), 6: (2, 3), 8: (2, 4), 9: (3, 3), 12: (3, 4), 16: (4, 4)}
+
+
+def gated(params: dict[str, Any]) -> bool:
+    """Whether a config is gated (runs in every ``--npubench ccl``), per the module docstring."""
+    return params["size"] in GATED_SIZES.get(params["chips"], ())
+
 
 _INFO = {"gate": False}
+_EXACT = Metric("1", "lower")  # counters: gated, tolerance 0
 METRICS = {
     "time_ns": Metric("ns", "lower", tolerance=0.001),
     "size_bytes": Metric("B", "higher", **_INFO),
@@ -47,12 +73,15 @@ METRICS = {
     "textbook_time_ns": Metric("ns", "lower", **_INFO),
     "sim_model_ratio": Metric("1", "lower", **_INFO),
     "bound_ns": Metric("ns", "lower", **_INFO),
-    "link_bytes_max": Metric("B", "lower", **_INFO),
-    "link_bytes_mean": Metric("B", "lower", **_INFO),
+    "algo_bound_busbw_gbs": Metric("GB/s", "higher", **_INFO),
+    "link_bytes_max": Metric("B", "lower"),
+    "link_bytes_total": Metric("B", "lower"),
+    "links_used": _EXACT,
+    "transfers": _EXACT,
+    "records": _EXACT,
+    "hbm_bytes_max": Metric("B", "lower"),
     "link_util_peak": Metric("1", "higher", **_INFO),
-    "injected_bytes_max": Metric("B", "lower", **_INFO),
     "reduce_util_peak": Metric("1", "higher", **_INFO),
-    "transfers": Metric("1", "lower", **_INFO),
 }
 
 
@@ -76,20 +105,27 @@ def topology_for(params: dict[str, Any]) -> Topology:
 
 
 def run(params: dict[str, Any]) -> Result:
-    """Simulate one allreduce, check #wrong and the lower bounds, model it."""
+    """Simulate one allreduce, check #wrong (op-log replay) and the lower bounds, model it."""
     topo = topology_for(params)
     size, algorithm = params["size"], params["algorithm"]
     sim_run = allreduce(topo, size, algorithm)
     got = collective_metrics(sim_run)
     mod = model(topo, algorithm, size)
-    bandwidth_ps, latency_ps = lower_bounds_ps(topo, size)
+    bounds = bounds_ps(topo, size)
     problems = []
     if sim_run.wrong:
         total = sim_run.chips * sim_run.schedule.count
-        problems.append(f"#wrong = {sim_run.wrong} of {total} elements differ from the sum")
-    for what, bound in (("bandwidth", bandwidth_ps), ("latency", latency_ps)):
+        problems.append(
+            f"#wrong = {sim_run.wrong} of {total} elements differ from the sum: {sim_run.problem}"
+        )
+    for what in ("bandwidth", "latency", "reduce", "hbm"):
+        bound = getattr(bounds, what)
         if sim_run.time_ps < bound:
             problems.append(f"time {sim_run.time_ps} ps beats the {what} bound {bound:.0f} ps")
+    resource_ps = max(mod.busiest_link_ps, mod.busiest_engine_ps, mod.busiest_hbm_ps)
+    algo_bound = (
+        size * bus_factor("allreduce", sim_run.chips) / (resource_ps / 1000) if size else 0.0
+    )
     metrics = {
         **{k: v for k, v in got.items() if k in METRICS},
         "size_bytes": float(size),
@@ -97,7 +133,8 @@ def run(params: dict[str, Any]) -> Result:
         "model_time_ns": mod.time_ps / 1000,
         "textbook_time_ns": mod.textbook_ps / 1000,
         "sim_model_ratio": sim_run.time_ps / mod.time_ps if mod.time_ps else 1.0,
-        "bound_ns": max(bandwidth_ps, latency_ps) / 1000,
+        "bound_ns": bounds.time_ps / 1000,
+        "algo_bound_busbw_gbs": algo_bound,
     }
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
@@ -117,9 +154,11 @@ def meta() -> dict[str, Any]:
         "link_latency_ns": chips.link_latency_ns,
         "reduce_gbs": chips.reduce_gbs,
         "chunk_kib": chips.chunk_kib,
+        "staging_buffers": chips.staging_buffers,
         "bytes_per_element": TOPOLOGY.bpe,
         "torus_dims": {str(p): list(d) for p, d in TORUS_DIMS.items()},
         "gated_chips": GATED_CHIPS,
+        "gated_sizes": {str(p): list(v) for p, v in GATED_SIZES.items()},
     }
 
 
@@ -129,17 +168,17 @@ ALGO_COLORS = {
     "ring": "#4c72b0",
     "direct": "#dd8452",
     "halving_doubling": "#55a868",
-    "tree": "#c44e52",
+    "double_binary_tree": "#c44e52",
     "torus2d": "#8172b3",
 }
 ALGO_SHORT = {
     "ring": "ring",
     "direct": "direct",
     "halving_doubling": "HD",
-    "tree": "tree",
+    "double_binary_tree": "DBT",
     "torus2d": "2D",
 }
-CHIP_MARKERS = {4: "^", 8: "o", 16: "s"}
+CHIP_MARKERS = {4: "^", 6: "v", 8: "o", 9: "D", 12: "P", 16: "s"}
 TIE = 0.001  # best_algorithm.png names every algorithm within 0.1 % of the fastest
 Grid = dict[tuple[str, int, str, int], ConfigResult]
 
@@ -198,23 +237,33 @@ def _panels(title: str) -> tuple[Any, Any]:
 def _busbw_vs_size(grid: Grid, path: Path) -> Path:
     fig, axes = _panels(
         f"Allreduce bus bandwidth vs message size, {GATED_CHIPS} chips "
-        f"(busbw = algbw x 2(p-1)/p, GB = 1e9 B)\n{_source_note(grid)}"
+        f"(busbw = algbw x 2(p-1)/p, GB = 1e9 B)\ndashed: each algorithm's own bandwidth "
+        f"bound (its busiest link direction, reduce engine or HBM); {_source_note(grid)}"
     )
-    peak = float(TOPOLOGY.chips.link_bw)
     for ax, topology in zip(axes, TOPOLOGIES, strict=True):
+        top = 0.0
         for algorithm in algorithms_for(topology):
+            color = ALGO_COLORS[algorithm]
             xs, ys = _series(grid, topology, GATED_CHIPS, algorithm, "busbw_gbs")
-            if xs:
-                ax.plot(xs, ys, marker="o", color=ALGO_COLORS[algorithm], label=algorithm)
-        ax.axhline(
-            peak, color="black", linestyle=":", label=f"link peak ({peak:g} GB/s, one direction)"
-        )
+            _, bound = _series(grid, topology, GATED_CHIPS, algorithm, "algo_bound_busbw_gbs")
+            if not xs:
+                continue
+            ax.plot(xs, ys, marker="o", color=color, label=f"{algorithm}")
+            ax.axhline(
+                bound[-1],
+                color=color,
+                linestyle="--",
+                linewidth=1,
+                label=f"{ALGO_SHORT[algorithm]} bound {bound[-1]:.0f} GB/s",
+            )
+            top = max(top, bound[-1], *ys)
         ax.set_title(topology)
         ax.set_ylabel("busbw (GB/s)")
         _size_axis(ax)
-        ax.set_ylim(0, 1.12 * max([peak, *ax.get_ylim()[1:]]))
+        ax.set_ylim(0, 1.15 * top if top else 1.0)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper left", ncol=2)
     fig.tight_layout()
     return _save(fig, path)
 
@@ -374,7 +423,7 @@ BENCH = Bench(
     metrics=METRICS,
     config_id=config_id,
     exclude=lambda p: p["algorithm"] not in algorithms_for(p["topology"]),
-    regen_only=lambda p: p["chips"] != GATED_CHIPS,
+    regen_only=lambda p: not gated(p),
     figures=figures,
     fingerprint=lambda: TOPOLOGY.fingerprint,
     topology=TOPOLOGY.to_dict,

@@ -1,40 +1,41 @@
-"""Analytic alpha-beta-gamma models of the collectives, from the same Topology as the simulator.
+"""Analytic models and lower bounds of the collectives, from the same Topology as the simulator.
 
-Notation (all from ``topo.chips``): ``a`` = link latency per hop (alpha), ``b`` = time per
-byte on a link (beta = 1 / link_bw), ``g`` = time per byte of reduction (gamma =
-1 / reduce_gbs), ``n`` = message bytes, ``p`` = chips, ``h`` = hops of a route.
+Notation (all from the topology): ``a`` = link latency per hop (alpha), ``b`` = time per
+byte on a link direction (beta = 1 / link_bw), ``g`` = time per byte of reduction (gamma =
+1 / reduce_gbs), ``m`` = time per byte of the chip's HBM (1 / hbm_to_router_bw_gbs), ``n``
+= message bytes, ``p`` = chips, ``h`` = hops of a route, ``d`` = link directions out of a chip.
 
-:func:`textbook_ps` gives the classic unchunked, contention-free formulas with hop counts,
-e.g. ring ``2(p-1) h a + 2((p-1)/p) n b + ((p-1)/p) n g`` and Rabenseifner
-``2 sum_s h_s a + 2((p-1)/p) n b + ((p-1)/p) n g``.
+:func:`textbook_ps`: the classic unchunked, contention-free formulas, each with its source:
 
-:func:`model` is what the simulator's schedules should take: the larger of three terms.
+* ring (Patarasuk and Yuan 2009, "Bandwidth optimal all-reduce algorithms for clusters of
+  workstations"; NCCL's two counter-rotating rings halve ``b``):
+  ``2(p-1) h a + 2((p-1)/p) n b / w + ((p-1)/p) n g`` with ``w = min(2, d)`` rings of links;
+* direct (one-shot): ``h a + (p-1) n b / d + (p-1) n g``;
+* halving-doubling (Thakur, Rabenseifner and Gropp 2005, "Optimization of collective
+  communication operations in MPICH", Rabenseifner's algorithm; their fallback for
+  ``p`` not a power of two adds ``2(h a + n b) + n g``):
+  ``2 sum_s h_s a + 2((p'-1)/p') n b + ((p'-1)/p') n g``, ``p' = 2^floor(lg p)``;
+* double binary tree (Sanders, Speck and Traeff 2009, "Two-tree algorithms for full
+  bandwidth broadcast, reduction and scan"): each tree moves ``n/2`` up and down its depth
+  ``D``, pipelined: ``2 D h a + n b + n g``;
+* torus2d (rows, then columns; two directions): ``2(c-1)(a + n/(2c) b) + 2(r-1)(a + n/(2p) b)``
+  ``+ ((c-1)/c + (r-1)/p) n g``.
 
-1. **Chunk pipeline** (latency-bound, contention-free). An algorithm is a list of steps;
-   in step ``s`` every flow sends ``m_s`` bytes as ``k_s = ceil(m_s / chunk)`` chunks of
-   ``c_s`` bytes. A chunk holds a link for ``L_s = a + c_s b`` (alpha is paid per chunk: a
-   chunk is a message) and is complete ``(h_s - 1) a + L_s`` after it starts (cut-through
-   hops), plus ``r_s c_s g`` when ``r_s`` flows reduce into one chip. A chunk starts when
-   its link is free (the previous chunk of the step, or the last chunk of an earlier step
-   on the same links) and when the previous step's chunk holding its data is complete.
-   The longest path through this chunk grid is the term.
-2. **Busiest link** (bandwidth-bound): the most link time any one link must serve,
-   ``max_l sum_s flows_s(l) k_s L_s``, with flows routed as the simulator routes them.
-3. **Busiest reduce engine**: ``max_chip sum_s flows_into_s(chip) m_s g``.
+:func:`model` is what the simulator's schedules should take: the largest of
 
-For ring on a ring topology (one flow per link) term 1 is exact, and with
-``D_s = L + [reduce-scatter step] c g`` it reads::
+1. **Chunk pipeline** (latency-bound, contention-free), per independent part of the
+   algorithm (each ring, tree or torus half): in step ``s`` every flow sends ``m_s`` bytes
+   as ``k_s = ceil(m_s / chunk)`` equal chunks of ``c_s``; a chunk occupies a link for
+   ``c_s b``, arrives ``h_s a`` after the end of its first hop's occupancy minus nothing
+   (cut-through: ``h_s a + c_s b`` after it starts) and is consumed in ``c_s max(g, 2m)``
+   (reduce) or ``c_s m`` (copy) per flow into the chip. A chunk starts when its link is free
+   and when the previous step's chunk holding its data is consumed. The term is the longest
+   path through this grid.
+2. **Busiest link direction**: ``max_l bytes(l) b``, flows routed as the simulator routes them.
+3. **Busiest reduce engine**: ``max_chip bytes_reduced g``.
+4. **Busiest HBM**: ``max_chip (bytes sent + bytes copied + 2 bytes reduced) m``.
 
-    T = sum over the first 2(p-1)-1 steps of max(D_s, k L)  +  k L
-
-which is the textbook formula when ``k = 1`` and ``2(p-1)(k a + (n/p) b)`` when segments
-span several chunks (each reduction then hides behind the next chunk's transfer).
-
-Hop counts and flows per link come from the topology's routes (:func:`sim.link.build_network`).
-``contention=False`` drops terms 2 and 3: the contention-free pipeline alone. Data
-dependencies between steps are per byte of the message; where chips differ (which half
-of its region a chip passes on in halving-doubling, which part of its row's part a column
-ring starts with in torus2d) the model takes the slowest.
+:func:`lower_bounds_ps` gives what no allreduce on this machine can beat.
 """
 
 from __future__ import annotations
@@ -43,18 +44,32 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sim.kernels.allreduce import ALGORITHMS, COLLECTIVES, CollectiveError, inorder_tree
+from sim.kernels.allreduce import (
+    ALGORITHMS,
+    COLLECTIVES,
+    CollectiveError,
+    binary_tree,
+    double_binary_tree,
+)
 from sim.link import Network, build_network
 from sim.topology import Topology
 
-__all__ = ["CollectiveModel", "ModelStep", "lower_bounds_ps", "model", "textbook_ps"]
+__all__ = [
+    "Bounds",
+    "CollectiveModel",
+    "ModelStep",
+    "bounds_ps",
+    "lower_bounds_ps",
+    "model",
+    "textbook_ps",
+]
 
 Flow = tuple[int, int]
 
 
 @dataclass(frozen=True)
 class ModelStep:
-    """One step of an algorithm as the model sees it.
+    """One step of one part of an algorithm as the model sees it.
 
     ``shifts``: byte ``x`` of this step's message is byte ``x + shift`` of the previous
     step's message, for whichever shift the slowest chip has; outside the previous
@@ -69,8 +84,7 @@ class ModelStep:
 
 @dataclass(frozen=True)
 class CollectiveModel:
-    """Model time (the largest term, or the pipeline alone without contention), its terms,
-    and the textbook formula's time."""
+    """Model time (the largest term), its terms, and the textbook formula's time."""
 
     algorithm: str
     collective: str
@@ -80,8 +94,9 @@ class CollectiveModel:
     pipeline_ps: float
     busiest_link_ps: float
     busiest_engine_ps: float
+    busiest_hbm_ps: float
     textbook_ps: float
-    steps: tuple[ModelStep, ...]
+    parts: tuple[tuple[ModelStep, ...], ...]
 
     @property
     def time_ns(self) -> float:
@@ -99,14 +114,12 @@ def _hd_steps(p: int, n: float) -> list[ModelStep]:
     m = n
     for s in range(levels):
         flows = tuple((ranks[r], ranks[r ^ (1 << s)]) for r in range(pof2))
-        shifts: tuple[float, ...] | None = (
-            None if s == 0 and not rem else (0.0, m / 2)
-        )  # keep low half, or high half
+        shifts: tuple[float, ...] | None = None if s == 0 and not rem else (0.0, m / 2)
         m /= 2
         steps.append(ModelStep(flows, m, True, shifts))
     for t, s in enumerate(reversed(range(levels))):
         flows = tuple((ranks[r], ranks[r ^ (1 << s)]) for r in range(pof2))
-        shifts = (0.0,) if t == 0 else (0.0, -m / 2)  # own region first, or received first
+        shifts = (0.0,) if t == 0 else (0.0, -m / 2)
         steps.append(ModelStep(flows, m, False, shifts))
         m *= 2
     if rem:
@@ -116,72 +129,95 @@ def _hd_steps(p: int, n: float) -> list[ModelStep]:
 
 
 def _ring_steps(
-    rings: Sequence[Sequence[int]], m: float, phase: str, first: tuple[float, ...] | None
+    rings: Sequence[Sequence[int]], m: float, reduce: bool, first: tuple[float, ...] | None
 ) -> list[ModelStep]:
     size = len(rings[0])
     flows = tuple((ring[q], ring[(q + 1) % size]) for ring in rings for q in range(size))
-    return [
-        ModelStep(flows, m, phase == "rs", first if s == 0 else (0.0,)) for s in range(size - 1)
+    return [ModelStep(flows, m, reduce, first if s == 0 else (0.0,)) for s in range(size - 1)]
+
+
+def _ring_part(rings: Sequence[Sequence[int]], m: float, collective: str) -> list[ModelStep]:
+    rs = _ring_steps(rings, m, True, None) if collective != "all_gather" else []
+    ag = _ring_steps(rings, m, False, (0.0,) if rs else None)
+    return rs + (ag if collective != "reduce_scatter" else [])
+
+
+def _tree_part(parent: Sequence[int], order: Sequence[int], m: float) -> list[ModelStep]:
+    p = len(parent)
+    depth = [0] * p
+    for r in range(p):
+        x = r
+        while parent[x] >= 0:
+            depth[r], x = depth[r] + 1, parent[x]
+    height = [0] * p
+    for r in sorted(range(p), key=lambda r: -depth[r]):
+        if parent[r] >= 0:
+            height[parent[r]] = max(height[parent[r]], height[r] + 1)
+    up = [
+        ModelStep(
+            tuple((order[r], order[parent[r]]) for r in range(p) if height[r] == h),
+            m,
+            True,
+            None if h == 0 else (0.0,),
+        )
+        for h in range(max(height))
     ]
+    down = [
+        ModelStep(tuple((order[parent[r]], order[r]) for r in range(p) if depth[r] == d), m, False)
+        for d in range(1, max(depth) + 1)
+    ]
+    return [s for s in up if s.flows] + down
 
 
-def _steps(net: Network, algorithm: str, collective: str, n: float) -> list[ModelStep]:
+def _parts(net: Network, algorithm: str, collective: str, n: float) -> list[list[ModelStep]]:
+    """Independent pipelines of an algorithm (each ring, tree, torus half), as ModelSteps."""
     p = net.chips
     if p <= 1 or n == 0:
         return []
     if algorithm == "ring":
-        ring = [net.ring_order()]
-        rs = _ring_steps(ring, n / p, "rs", None) if collective != "all_gather" else []
-        ag = _ring_steps(ring, n / p, "ag", (0.0,) if rs else None)
-        return rs + (ag if collective != "reduce_scatter" else [])
+        order = list(net.ring_order())
+        return [_ring_part([ring], n / (2 * p), collective) for ring in (order, order[::-1])]
     if algorithm == "direct":
-        flows = tuple((s, d) for s in range(p) for d in range(p) if s != d)
-        return [ModelStep(flows, n, True, None)]
+        flows = tuple((s, (s + d) % p) for d in range(1, p) for s in range(p))
+        return [[ModelStep(flows, n, True, None)]]
     if algorithm == "halving_doubling":
-        return _hd_steps(p, n)
-    if algorithm == "tree":
-        order = net.ring_order()
-        parent, depth = inorder_tree(p)
-        height = max(depth)
-        up = [
-            ModelStep(
-                tuple((order[q], order[parent[q]]) for q in range(p) if depth[q] == d),
-                n,
-                True,
-                None if d == height else (0.0,),
-            )
-            for d in range(height, 0, -1)
-        ]
-        down = [
-            ModelStep(
-                tuple((order[parent[q]], order[q]) for q in range(p) if depth[q] == d), n, False
-            )
-            for d in range(1, height + 1)
-        ]
-        return up + down
+        return [_hd_steps(p, n)]
+    if algorithm == "double_binary_tree":
+        chips = net.ring_order()
+        return [_tree_part(t, chips, n / 2) for t in double_binary_tree(p)]
     if algorithm == "torus2d":
         if net.kind != "torus2d":
             raise CollectiveError(f"algorithm 'torus2d' needs a torus2d topology, not {net.kind!r}")
         rows, cols = net.dims
-        row_rings = [[r * cols + c for c in range(cols)] for r in range(rows)]
-        col_rings = [[r * cols + c for r in range(rows)] for c in range(cols)]
-        part, sub = n / cols, n / p
-        into = tuple(i * sub for i in range(rows))  # which sub-segment of its part a chip starts
-        steps = _ring_steps(row_rings, part, "rs", None) if cols > 1 else []
-        steps += _ring_steps(col_rings, sub, "rs", into if steps else None) if rows > 1 else []
-        steps += _ring_steps(col_rings, sub, "ag", (0.0,)) if rows > 1 else []
-        back = tuple(-x for x in into) if rows > 1 else (0.0,)
-        steps += _ring_steps(row_rings, part, "ag", back) if cols > 1 else []
-        return steps
+        parts = []
+        for h in range(2):
+
+            def way(chips: list[int], h: int = h) -> list[int]:
+                return chips if h == 0 else chips[::-1]
+
+            row_rings = [way([r * cols + c for c in range(cols)]) for r in range(rows)]
+            col_rings = [way([r * cols + c for r in range(rows)]) for c in range(cols)]
+            half, part, sub = n / 2, n / (2 * cols), n / (2 * p)
+            into = tuple(i * sub for i in range(rows))
+            steps = _ring_steps(row_rings, part, True, None) if cols > 1 else []
+            steps += _ring_steps(col_rings, sub, True, into if steps else None) if rows > 1 else []
+            steps += _ring_steps(col_rings, sub, False, (0.0,)) if rows > 1 else []
+            back = tuple(-x for x in into) if rows > 1 else (0.0,)
+            steps += _ring_steps(row_rings, part, False, back) if cols > 1 else []
+            del half
+            parts.append(steps)
+        return parts
     raise CollectiveError(f"unknown algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}")
 
 
 @dataclass(frozen=True)
 class _Costs:
     alpha: float  # ps per hop
-    beta: float  # ps per byte on a link
+    beta: float  # ps per byte on a link direction
     gamma: float  # ps per byte reduced
+    mem: float  # ps per byte through one chip's HBM
     chunk: int
+    burst: int  # the streaming granule, bytes
 
 
 def _load(net: Network, step: ModelStep) -> dict[int, int]:
@@ -193,85 +229,98 @@ def _load(net: Network, step: ModelStep) -> dict[int, int]:
     return load
 
 
-def _into(step: ModelStep) -> dict[int, int]:
-    """Flows of ``step`` arriving at each chip."""
-    into: dict[int, int] = {}
-    for _src, dst in step.flows:
-        into[dst] = into.get(dst, 0) + 1
-    return into
-
-
-def _chunks(step: ModelStep, c: _Costs) -> tuple[int, float, float]:
-    """Chunks per flow, chunk bytes, and the time a chunk holds a link."""
-    k = max(1, math.ceil(step.nbytes / c.chunk))
-    size = step.nbytes / k
-    return k, size, c.alpha + size * c.beta
+def _count(chips: Sequence[int]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for c in chips:
+        out[c] = out.get(c, 0) + 1
+    return out
 
 
 def _pipeline(net: Network, steps: Sequence[ModelStep], c: _Costs) -> float:
-    """Term 1: the longest path through the chunk grid of ``steps`` (module docstring)."""
+    """Term 1 for one part: the longest path through its chunk grid (module docstring).
+
+    As in the simulator, ops stream at the granule of one burst: a chunk may leave once the
+    first burst of its data is there (``head``) and cannot finish before one burst after
+    its last byte is there (``tail``).
+    """
     link_free: dict[int, float] = {}
-    prev: tuple[float, float, list[float]] | None = None  # (message bytes, chunk bytes, done)
+    prev: tuple[float, float, list[tuple[float, float]]] | None = None
     total = 0.0
     for st in steps:
-        k, size, hold = _chunks(st, c)
+        k = max(1, math.ceil(st.nbytes / c.chunk - 1e-9))
+        size = st.nbytes / k
         links = _load(net, st)
+        share = max(links.values(), default=1)
+        hold = share * size * c.beta
+        grain = min(size, c.burst)
         hops = max(net.hops(s, d) for s, d in st.flows)
-        reduce_each = max(_into(st).values()) * size * c.gamma if st.reduce else 0.0
-        start = max((link_free.get(link, 0.0) for link in links), default=0.0) - hold
+        into = max(_count([d for _s, d in st.flows]).values())
+        rate = max(c.gamma, 2 * c.mem) if st.reduce else c.mem
+        consume, consume_grain = into * size * rate, grain * rate
+        free = max((link_free.get(link, 0.0) for link in links), default=0.0)
         engine = 0.0
-        done: list[float] = []
+        done: list[tuple[float, float]] = []
         for j in range(k):
-            start = max(start + hold, _ready(prev, st.shifts, j * size, (j + 1) * size))
-            complete = start + (hops - 1) * c.alpha + hold
-            if st.reduce:
-                engine = max(engine, complete) + reduce_each
-                complete = engine
-            done.append(complete)
+            head, tail = _ready(prev, st.shifts, j * size, (j + 1) * size)
+            start = max(free, head)
+            free = max(start + hold, tail + grain * c.beta)
+            first = start + hops * c.alpha + grain * c.beta
+            last = free + hops * c.alpha
+            begin = max(first, engine)
+            engine = max(begin + consume, last + consume_grain)
+            done.append((begin + consume_grain, engine))
         for link in links:
-            link_free[link] = start + hold
-        total = max(total, done[-1])
+            link_free[link] = free
+        total = max(total, done[-1][1])
         prev = (st.nbytes, size, done)
     return total
 
 
-def _busiest_link(net: Network, steps: Sequence[ModelStep], c: _Costs) -> float:
-    """Term 2: the most time any one link is held."""
-    busy: dict[int, float] = {}
-    for st in steps:
-        k, _size, hold = _chunks(st, c)
-        for link, flows in _load(net, st).items():
-            busy[link] = busy.get(link, 0.0) + flows * k * hold
-    return max(busy.values(), default=0.0)
-
-
-def _busiest_engine(steps: Sequence[ModelStep], c: _Costs) -> float:
-    """Term 3: the most reduction time any one chip has."""
-    busy: dict[int, float] = {}
-    for st in steps:
-        if st.reduce:
-            for chip, flows in _into(st).items():
-                busy[chip] = busy.get(chip, 0.0) + flows * st.nbytes * c.gamma
-    return max(busy.values(), default=0.0)
-
-
 def _ready(
-    prev: tuple[float, float, list[float]] | None,
+    prev: tuple[float, float, list[tuple[float, float]]] | None,
     shifts: tuple[float, ...] | None,
     lo: float,
     hi: float,
-) -> float:
-    """When bytes ``[lo, hi)`` of a message are ready, given the previous step's chunks."""
+) -> tuple[float, float]:
+    """When the first and the last burst of bytes ``[lo, hi)`` of a message are ready."""
     if prev is None or shifts is None:
-        return 0.0
+        return 0.0, 0.0
     m, size, done = prev
-    ready = 0.0
+    head = tail = 0.0
     for shift in shifts:
         a, b = max(lo + shift, 0.0), min(hi + shift, m)
         if b > a:
+            first = min(len(done) - 1, max(0, math.floor(a / size + 1e-9)))
             last = min(len(done) - 1, max(0, math.ceil(b / size - 1e-9) - 1))
-            ready = max(ready, done[last])
-    return ready
+            head = max(head, *(done[i][0] for i in range(first, last + 1)))
+            tail = max(tail, done[last][1])
+    return head, tail
+
+
+def _resources(
+    net: Network, parts: Sequence[Sequence[ModelStep]], c: _Costs
+) -> tuple[float, float, float]:
+    """Terms 2-4: the busiest link direction, reduce engine and HBM over the whole algorithm."""
+    link: dict[int, float] = {}
+    engine: dict[int, float] = {}
+    hbm: dict[int, float] = {}
+    for steps in parts:
+        for st in steps:
+            for x, flows in _load(net, st).items():
+                link[x] = link.get(x, 0.0) + flows * st.nbytes * c.beta
+            for s, d in st.flows:
+                if st.shifts is None:  # the chip's own input: read from HBM (else it streams)
+                    hbm[s] = hbm.get(s, 0.0) + st.nbytes * c.mem
+                if st.reduce:
+                    engine[d] = engine.get(d, 0.0) + st.nbytes * c.gamma
+                    hbm[d] = hbm.get(d, 0.0) + 2 * st.nbytes * c.mem
+                else:
+                    hbm[d] = hbm.get(d, 0.0) + st.nbytes * c.mem
+    return (
+        max(link.values(), default=0.0),
+        max(engine.values(), default=0.0),
+        max(hbm.values(), default=0.0),
+    )
 
 
 def _costs(topo: Topology, chunk_bytes: int | None) -> _Costs:
@@ -280,57 +329,89 @@ def _costs(topo: Topology, chunk_bytes: int | None) -> _Costs:
         alpha=float(cfg.link_latency_ps),
         beta=1000.0 / float(cfg.link_bw),
         gamma=1000.0 / float(cfg.reduce_bw),
+        mem=1000.0 / float(topo.hbm.bw),
         chunk=cfg.chunk_bytes if chunk_bytes is None else chunk_bytes,
+        burst=topo.hbm.burst_bytes,
+    )
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Times no allreduce on this machine can beat, in ps, and the largest of them."""
+
+    bandwidth: float
+    latency: float
+    reduce: float
+    hbm: float
+
+    @property
+    def time_ps(self) -> float:
+        return max(self.bandwidth, self.latency, self.reduce, self.hbm)
+
+
+def bounds_ps(topo: Topology, nbytes: int, collective: str = "allreduce") -> Bounds:
+    """Lower bounds of one collective (Patarasuk and Yuan 2009 for the bandwidth term).
+
+    * bandwidth: each chip must send ``2((p-1)/p) n`` bytes (half that for reduce-scatter or
+      all-gather) through its ``d`` link directions out: ``/ (d link_bw)``;
+    * latency: every input must reach every chip, so data crosses the network's diameter:
+      ``diameter x a``. (The one-port ``ceil(lg p) a`` of the textbooks assumed a link held
+      for its latency; with latency as flight time a port sends to many chips at once.)
+    * reduce: ``(p-1) n`` bytes of additions shared by ``p`` engines: ``((p-1)/p) n / reduce_bw``;
+    * HBM: every element of a chip's input must be read from its HBM once and every element
+      of its result written once (sends and reductions read, copies and reductions write;
+      a forwarded chunk may stream on chip): ``(input + output bytes) / hbm_bw``, ``2n`` for
+      allreduce, ``n + n/p`` for reduce-scatter and all-gather.
+    """
+    net = build_network(topo)
+    p = net.chips
+    if p <= 1 or nbytes == 0:
+        return Bounds(0.0, 0.0, 0.0, 0.0)
+    c = _costs(topo, None)
+    degree = max(len(net.out_links(x)) for x in range(p))
+    share = (p - 1) / p * nbytes
+    sent = (2.0 if collective == "allreduce" else 1.0) * share
+    reduced = 0.0 if collective == "all_gather" else share
+    memory = 2.0 * nbytes if collective == "allreduce" else nbytes * (1 + 1 / p)
+    diameter = max(net.hops(s, d) for s in range(p) for d in range(p))
+    return Bounds(
+        bandwidth=sent * c.beta / degree,
+        latency=float(diameter) * c.alpha,
+        reduce=reduced * c.gamma,
+        hbm=memory * c.mem,
     )
 
 
 def lower_bounds_ps(
     topo: Topology, nbytes: int, collective: str = "allreduce"
 ) -> tuple[float, float]:
-    """Times no schedule can beat: ``(bandwidth, latency)`` in ps.
-
-    Bandwidth: an allreduce chip must send ``2((p-1)/p) n`` bytes (half that for
-    reduce-scatter or all-gather) through its ``d`` links out, ``B_injection = d x link_bw``.
-    Latency: data must cross the network's diameter, and with ``d`` links out the chips that
-    have a given input can at most grow ``(d+1)``-fold per latency, so at least
-    ``max(diameter, ceil(log_{d+1} p)) a``; with one link per chip (a switch) this is the
-    textbook ``ceil(lg p) a``. (A fully connected one-shot beats ``ceil(lg p) a``: the
-    textbook bound assumes one port per chip.)
-    """
-    net = build_network(topo)
-    p = net.chips
-    if p <= 1:
-        return 0.0, 0.0
-    degree = max(len(net.out_links(c)) for c in range(p))
-    share = (2.0 if collective == "allreduce" else 1.0) * (p - 1) / p * nbytes
-    bandwidth = share * 1000 / (degree * float(topo.chips.link_bw))
-    diameter = max(net.hops(s, d) for s in range(p) for d in range(p))
-    rounds, reach = 0, 1
-    while reach < p:
-        rounds, reach = rounds + 1, reach * (degree + 1)
-    return bandwidth, float(max(diameter, rounds) * topo.chips.link_latency_ps)
+    """``(bandwidth, latency)`` lower bounds in ps (:func:`bounds_ps` has all four)."""
+    b = bounds_ps(topo, nbytes, collective)
+    return b.bandwidth, b.latency
 
 
 def textbook_ps(
     topo: Topology, algorithm: str, nbytes: int, collective: str = "allreduce"
 ) -> float:
-    """The classic unchunked, contention-free alpha-beta-gamma time, with hop counts."""
+    """The classic unchunked, contention-free alpha-beta-gamma time (module docstring)."""
     net = build_network(topo)
     c = _costs(topo, None)
     p, n = net.chips, float(nbytes)
     a, b, g = c.alpha, c.beta, c.gamma
     if p <= 1 or nbytes == 0:
         return 0.0
+    degree = max(len(net.out_links(x)) for x in range(p))
     if algorithm == "ring":
         order = net.ring_order()
         h = max(net.hops(order[q], order[(q + 1) % p]) for q in range(p))
-        half = (p - 1) * (h * a + n / p * b)
+        w = min(2, degree)
+        half = (p - 1) * (h * a + n / p * b / w)
         if collective == "allreduce":
             return 2 * half + (p - 1) / p * n * g
         return half + ((p - 1) / p * n * g if collective == "reduce_scatter" else 0.0)
     if algorithm == "direct":
         h = max(net.hops(s, d) for s in range(p) for d in range(p) if s != d)
-        return h * a + n * b + (p - 1) * n * g
+        return h * a + (p - 1) * n * b / degree + (p - 1) * n * g
     if algorithm == "halving_doubling":
         pof2 = 1 << (p.bit_length() - 1)
         rem = p - pof2
@@ -344,21 +425,22 @@ def textbook_ps(
             h = max(net.hops(2 * i, 2 * i + 1) for i in range(rem))
             t += 2 * (h * a + n * b) + n * g
         return t
-    if algorithm == "tree":
+    if algorithm == "double_binary_tree":
         order = net.ring_order()
-        parent, depth = inorder_tree(p)
-        t = 0.0
-        for d in range(1, max(depth) + 1):
-            level = [q for q in range(p) if depth[q] == d]
-            h = max(net.hops(order[q], order[parent[q]]) for q in level)
-            kids = max(sum(1 for q in level if parent[q] == x) for x in {parent[q] for q in level})
-            t += 2 * (h * a + n * b) + kids * n * g
-        return t
+        parent = binary_tree(p)
+        depth = 0
+        for r in range(p):
+            x, d = r, 0
+            while parent[x] >= 0:
+                x, d = parent[x], d + 1
+            depth = max(depth, d)
+        h = max(net.hops(order[r], order[parent[r]]) for r in range(1, p))
+        return 2 * depth * h * a + n * b + n * g
     if algorithm == "torus2d":
         rows, cols = net.dims
-        row = (cols - 1) * (a + n / cols * b)
-        col = (rows - 1) * (a + n / p * b)
-        return 2 * row + (cols - 1) / cols * n * g + 2 * col + (rows - 1) / p * n * g
+        row = (cols - 1) * (a + n / (2 * cols) * b)
+        col = (rows - 1) * (a + n / (2 * p) * b)
+        return 2 * row + 2 * col + ((cols - 1) / cols + (rows - 1) / p) * n * g
     raise CollectiveError(f"unknown algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}")
 
 
@@ -371,26 +453,26 @@ def model(
     chunk_bytes: int | None = None,
     contention: bool = True,
 ) -> CollectiveModel:
-    """The alpha-beta-gamma model of one collective: the largest of its three terms."""
+    """The model of one collective: the largest of its four terms (module docstring)."""
     if collective not in COLLECTIVES:
         raise CollectiveError(f"unknown collective {collective!r}; use {', '.join(COLLECTIVES)}")
     if collective != "allreduce" and algorithm != "ring":
         raise CollectiveError(f"{collective} is modelled for algorithm='ring' only")
     net = build_network(topo)
-    steps = _steps(net, algorithm, collective, float(nbytes))
+    parts = _parts(net, algorithm, collective, float(nbytes))
     costs = _costs(topo, chunk_bytes)
-    pipeline = _pipeline(net, steps, costs)
-    link = _busiest_link(net, steps, costs)
-    engine = _busiest_engine(steps, costs)
+    pipeline = max((_pipeline(net, steps, costs) for steps in parts if steps), default=0.0)
+    link, engine, hbm = _resources(net, parts, costs)
     return CollectiveModel(
         algorithm=algorithm,
         collective=collective,
         chips=net.chips,
         nbytes=nbytes,
-        time_ps=max(pipeline, link, engine) if contention else pipeline,
+        time_ps=max(pipeline, link, engine, hbm) if contention else pipeline,
         pipeline_ps=pipeline,
         busiest_link_ps=link,
         busiest_engine_ps=engine,
+        busiest_hbm_ps=hbm,
         textbook_ps=textbook_ps(topo, algorithm, nbytes, collective),
-        steps=tuple(steps),
+        parts=tuple(tuple(s) for s in parts),
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import deque
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -34,20 +35,26 @@ from sim.oplog import OpLog
 from sim.topology import Topology, ps_for_bytes
 
 __all__ = [
+    "COPY",
+    "HBM_ENGINE",
     "REDUCE_ENGINE",
     "REDUCTION",
     "STAGES",
     "TRANSFER",
     "FabricProgram",
     "Network",
+    "arrival_ps",
     "build_network",
+    "hbm_default",
     "ring_route",
     "simulate_fabric",
+    "torus_cycle",
 ]
 
-STAGES = ("send", "forward", "reduce")
-SEND, FORWARD, REDUCE = range(3)
+STAGES = ("send", "forward", "reduce", "copy")
+SEND, FORWARD, REDUCE, COPY_STAGE = range(4)
 REDUCE_ENGINE = "reduce"
+HBM_ENGINE = "hbm"
 SWITCH = "sw"
 
 
@@ -80,6 +87,9 @@ class Network:
     latency_ps: int
     link_bw: Fraction
     reduce_bw: Fraction
+    hbm_bw: Fraction
+    staging_buffers: int
+    burst_bytes: int
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -101,8 +111,15 @@ class Network:
         return len(self.routes[src][dst])
 
     def link_ps(self, nbytes: int) -> int:
-        """Time a transfer of ``nbytes`` holds one link: latency + bytes / link_bw."""
-        return self.latency_ps + ps_for_bytes(nbytes, self.link_bw)
+        """Time a transfer of ``nbytes`` occupies one link direction: bytes / link_bw.
+
+        Latency is flight time, not occupancy: it is added to arrival, not to this.
+        """
+        return ps_for_bytes(nbytes, self.link_bw)
+
+    def hbm_ps(self, nbytes: int) -> int:
+        """Time the chip's HBM (one bandwidth server) takes to read or write ``nbytes``."""
+        return ps_for_bytes(nbytes, self.hbm_bw)
 
     def reduce_ps(self, nbytes: int) -> int:
         """Time one reduce engine takes to reduce ``nbytes`` into a local buffer."""
@@ -113,21 +130,38 @@ class Network:
         return tuple(i for i, (u, _v) in enumerate(self.links) if u == chip)
 
     def ring_order(self) -> tuple[int, ...]:
-        """A cycle through all chips whose consecutive chips are one hop apart where possible.
+        """A Hamiltonian cycle of one-hop edges: consecutive chips (and last, first) are neighbours.
 
-        Identity for ring, fully_connected and switch; a snake (boustrophedon) Hamiltonian
-        cycle on a torus with an even number of rows or columns; row-major otherwise.
+        Identity for ring, fully_connected and switch. On a ``rows x cols`` torus: a snake
+        when a side is even; when both are odd (>= 3), the snake of the first ``rows-1`` rows
+        with the last row spliced in through its wrap-around link (:func:`torus_cycle`).
         """
         if self.kind != "torus2d":
             return tuple(range(self.chips))
         rows, cols = self.dims
-        if rows == 1 or cols == 1:
-            return tuple(range(self.chips))
-        if rows % 2 == 0:
-            return tuple(r * cols + c for r, c in _snake(rows, cols))
-        if cols % 2 == 0:
-            return tuple(r * cols + c for c, r in _snake(cols, rows))
-        return tuple(range(self.chips))
+        return tuple(r * cols + c for r, c in torus_cycle(rows, cols))
+
+
+def torus_cycle(rows: int, cols: int) -> list[tuple[int, int]]:
+    """A Hamiltonian cycle of the ``rows x cols`` torus as ``(row, col)`` cells.
+
+    A torus with a side of 1 is a ring (row-major order). With an even side, a snake
+    (:func:`_snake`) needs no wrap-around link. With both sides odd a grid has no
+    Hamiltonian cycle (it is bipartite with an odd number of cells), so one wrap link is
+    used: snake the first ``rows-1`` rows (an even number), then replace the snake's edge
+    ``(rows-2, cols-1) -> (rows-2, cols-2)`` by the detour down to ``(rows-1, cols-1)``,
+    along the last row through its wrap link (``cols-1, 0, 1, ..., cols-2``) and back up.
+    """
+    if rows == 1 or cols == 1:
+        return [divmod(i, cols) for i in range(rows * cols)]
+    if rows % 2 == 0:
+        return _snake(rows, cols)
+    if cols % 2 == 0:
+        return [(r, c) for c, r in _snake(cols, rows)]
+    cells = _snake(rows - 1, cols)
+    at = cells.index((rows - 2, cols - 1))
+    detour = [(rows - 1, (cols - 1 + j) % cols) for j in range(cols)]
+    return cells[: at + 1] + detour + cells[at + 1 :]
 
 
 def _snake(rows: int, cols: int) -> list[tuple[int, int]]:
@@ -177,6 +211,9 @@ def build_network(topo: Topology) -> Network:
         latency_ps=cfg.link_latency_ps,
         link_bw=cfg.link_bw,
         reduce_bw=cfg.reduce_bw,
+        hbm_bw=topo.hbm.bw,
+        staging_buffers=cfg.staging_buffers,
+        burst_bytes=topo.hbm.burst_bytes,
     )
 
 
@@ -200,12 +237,22 @@ def _node_path(kind: str, p: int, dims: tuple[int, int], src: int, dst: int) -> 
     )
 
 
+TRANSFER, REDUCTION, COPY = 0, 1, 2  # FabricProgram op kinds
+
+
 @dataclass
 class FabricProgram:
-    """Transfers and reductions in program order, as parallel lists (op id = list index).
+    """Transfers, reductions and copies in program order, as parallel lists (op id = index).
 
-    ``kind[i]`` is :data:`TRANSFER` (``src -> dst``) or :data:`REDUCTION` (on chip ``src``);
-    ``deps[i]`` are ids of earlier ops whose results op ``i`` needs.
+    ``kind[i]`` is :data:`TRANSFER` (``src -> dst``), :data:`REDUCTION` or :data:`COPY` (on
+    chip ``src``); ``deps[i]`` are ids of earlier ops whose results op ``i`` needs.
+    ``consumes[i]`` is the transfer whose staged data a reduction or copy drains (-1: none);
+    while it is pending that transfer holds one staging buffer at its receiver.
+    ``span[i]`` is the element range op ``i`` moves (``(0, 0)``: unknown, treat as whole);
+    a dependent needs a producer only for the part of its span they share.
+    ``hbm[i]`` is the bytes op ``i`` moves through its chip's HBM (-1: the default, see
+    :func:`hbm_default`); a transfer that forwards a chunk its chip has just reduced or
+    received streams it from on-chip buffers and moves 0.
     """
 
     kind: list[int] = field(default_factory=list)
@@ -214,9 +261,21 @@ class FabricProgram:
     nbytes: list[int] = field(default_factory=list)
     step: list[int] = field(default_factory=list)
     deps: list[tuple[int, ...]] = field(default_factory=list)
+    consumes: list[int] = field(default_factory=list)
+    hbm: list[int] = field(default_factory=list)
+    span: list[tuple[int, int]] = field(default_factory=list)
 
     def add(
-        self, kind: int, src: int, dst: int, nbytes: int, step: int, deps: tuple[int, ...]
+        self,
+        kind: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        step: int,
+        deps: tuple[int, ...],
+        consumes: int = -1,
+        hbm: int = -1,
+        span: tuple[int, int] = (0, 0),
     ) -> int:
         self.kind.append(kind)
         self.src.append(src)
@@ -224,88 +283,238 @@ class FabricProgram:
         self.nbytes.append(nbytes)
         self.step.append(step)
         self.deps.append(deps)
+        self.consumes.append(consumes)
+        self.hbm.append(hbm)
+        self.span.append(span)
         return len(self.kind) - 1
 
     def __len__(self) -> int:
         return len(self.kind)
 
 
-TRANSFER, REDUCTION = 0, 1  # FabricProgram op kinds
+def hbm_default(kind: int, nbytes: int) -> int:
+    """HBM bytes of an op: a send reads its data, a copy writes it, a reduction reads the local
+    operand and writes the sum (the received operand is in a staging buffer)."""
+    return 2 * nbytes if kind == REDUCTION else nbytes
 
 
-def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
-    """Time ``program`` on ``net``: a heap of ``(ready time, op id, hop)`` events.
+def _op_ps(net: Network, kind: int, nbytes: int, hbm: int) -> tuple[int, int]:
+    """Time of an op of ``nbytes`` on its own engine, and on its chip's HBM."""
+    own = net.link_ps(nbytes) if kind == TRANSFER else net.reduce_ps(nbytes) if kind else 0
+    if kind == COPY:
+        own = 0
+    return own, net.hbm_ps(hbm)
 
-    Every link and every reduce engine serves whatever is ready first (first come, first
-    served; equal ready times in program order), one at a time. An op is ready when its
-    dependencies have ended; hop ``i+1`` of a transfer is ready ``latency`` after hop ``i``
-    started. Returns one record per hop and per reduction, sorted by op id and hop; the
-    record's ``tile`` column holds the op's algorithm step.
-    """
-    n = len(program)
-    kind, src, dst, step = program.kind, program.src, program.dst, program.step
-    hold = [
-        net.link_ps(b) if k == TRANSFER else net.reduce_ps(b)
-        for k, b in zip(kind, program.nbytes, strict=True)
-    ]
-    waiting = [len(d) for d in program.deps]
-    dependents: list[list[int]] = [[] for _ in range(n)]
+
+def _holds(
+    net: Network, program: FabricProgram
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Per op: time on its own engine, on its chip's HBM, until it ends (the longer), and
+    for one burst (the streaming granule: ``hbm.burst_bytes``)."""
+    first, hbm, total, burst = [], [], [], []
+    seen: dict[tuple[int, int, int], tuple[int, int, int, int]] = {}
+    for key in zip(program.kind, program.nbytes, program.hbm, strict=True):
+        got = seen.get(key)
+        if got is None:
+            k, b, m = key
+            mem = hbm_default(k, b) if m < 0 else m
+            a, h = _op_ps(net, k, b, mem)
+            g = min(b, net.burst_bytes)
+            ga, gh = _op_ps(net, k, g, mem * g // b if b else 0)
+            got = seen[key] = (a, h, max(a, h), max(ga, gh))
+        first.append(got[0])
+        hbm.append(got[1])
+        total.append(got[2])
+        burst.append(got[3])
+    return first, hbm, total, burst
+
+
+def _dependents(program: FabricProgram) -> list[list[int]]:
+    dependents: list[list[int]] = [[] for _ in range(len(program))]
     for i, deps in enumerate(program.deps):
         for d in deps:
             if not 0 <= d < i:
                 raise ValueError(f"op {i} depends on op {d}; dependencies must be earlier ops")
             dependents[d].append(i)
-    ready = [0] * n
-    link_free = [0] * len(net.links)
-    reduce_free = [0] * net.chips
-    routes, lat = net.routes, net.latency_ps
+    for i, t in enumerate(program.consumes):
+        if t >= 0 and (t >= i or program.kind[t] != TRANSFER or t not in program.deps[i]):
+            raise ValueError(
+                f"op {i} consumes op {t}: it must be an earlier transfer it depends on"
+            )
+    return dependents
+
+
+def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
+    """Time ``program`` on ``net`` (module docstring): a heap of ``(time, op id, hop)`` events.
+
+    Every link direction and reduce engine is a FIFO server: an op that is ready while it is
+    busy queues and starts when it frees (first come, first served; equal times in program
+    order). A transfer occupies each link of its route for ``bytes / link_bw``; its first hop
+    also reads the sender's HBM. Hop ``i+1`` starts ``latency`` after hop ``i`` started (or
+    later, when its link frees) and cannot end before hop ``i`` ended plus ``latency``; the
+    data has arrived ``latency`` after the last hop ends. Each chip's HBM is one bandwidth
+    server, taken when an op starts.
+
+    Ops **stream** their inputs, at the granule of one HBM burst: an op may start once the
+    first burst of each input is there (a transfer's first burst has arrived, a reduction
+    or copy has produced its first burst) and cannot end before one burst after its last
+    input byte. A link direction is held until its transfer ends; the reduce engine and HBM
+    are bandwidth servers, busy for an op's work only. A transfer whose data a later op
+    consumes first takes one of the receiver's ``staging_buffers`` for its (sender,
+    receiver) pair and gets it back ``latency`` after the consumer ends (the credit flies
+    back). Returns one record per hop and per reduction or copy, sorted by op id and hop;
+    ``tile`` holds the op's step.
+    """
+    n = len(program)
+    kind, src, dst, step = program.kind, program.src, program.dst, program.step
+    first, hbm_hold, total, burst = _holds(net, program)
+    dependents = _dependents(program)
+    waiting = [len(d) for d in program.deps]
+    p, lat, routes = net.chips, net.latency_ps, net.routes
+    nlinks = len(net.links)
+    staged = [False] * n
+    for t in program.consumes:
+        if t >= 0:
+            staged[t] = True
+    credits = [net.staging_buffers] * (p * p)
+    held: list[deque[int]] = [deque() for _ in range(p * p)]
+    granted = [False] * n
+    head = [0] * n  # when the first burst of every input is there
+    tail = [0] * n  # when the last byte of every input is there
+    hop_end = [0] * n
+    busy = [False] * (nlinks + p)  # links, then reduce engines
+    queue: list[deque[tuple[int, int]]] = [deque() for _ in range(nlinks + p)]
+    hbm_free = [0] * p
     heap = [(0, i, 0) for i in range(n) if not waiting[i]]
     heapq.heapify(heap)
-    rec: tuple[list[int], ...] = tuple(
-        [] for _ in range(8)
-    )  # op, hop, engine, stage, chip, start, end
-    r_op, r_hop, r_eng, r_stage, r_chip, r_start, r_end, _ = rec
-    link_chip = [net.link_chip(i) for i in range(len(net.links))]
-    reduce_engine = len(net.links)
+    r_op: list[int] = []
+    r_hop: list[int] = []
+    r_eng: list[int] = []
+    r_stage: list[int] = []
+    r_chip: list[int] = []
+    r_start: list[int] = []
+    r_end: list[int] = []
+    link_chip = [net.link_chip(i) for i in range(nlinks)]
+    reduce_engine, hbm_engine = nlinks, nlinks + 1
     pop, push = heapq.heappop, heapq.heappush
-    while heap:
-        t, i, hop = pop(heap)
-        if kind[i] == TRANSFER:
+
+    spans = program.span
+
+    def produced(i: int, begin: int, end: int, grain: int) -> None:
+        """Op ``i`` delivers its span linearly from ``begin`` to ``end`` at the consumer's side:
+        a dependent may start as soon as the part it needs first is coming, and cannot end
+        before one burst after ``end``."""
+        lo, hi = spans[i]
+        width = hi - lo
+        for j in dependents[i]:
+            x, y = spans[j]
+            if width > 0 and y > x and (x > lo or y < hi):  # j needs part of i's span
+                a = max(x, lo) - lo
+                if a >= min(y, hi) - lo:
+                    a = 0
+                first_burst = begin + (end - begin) * a // width + grain
+                last = end  # i's data is complete (and checkable) only when i ends
+                # j reaches that part only after streaming its own bytes before it
+                first_burst -= total[j] * (max(x, lo) - x) // (y - x)
+            else:
+                first_burst, last = begin + grain, end
+            if first_burst > last:
+                first_burst = last
+            if first_burst > head[j]:
+                head[j] = first_burst
+            if last > tail[j]:
+                tail[j] = last
+            waiting[j] -= 1
+            if not waiting[j]:
+                push(heap, (head[j], j, 0))
+
+    def start(now: int, i: int, hop: int) -> None:
+        k = kind[i]
+        if k == TRANSFER:
             route = routes[src[i]][dst[i]]
             link = route[hop]
-            free = link_free[link]
-            start = t if t > free else free
-            end = start + hold[i]
-            link_free[link] = end
+            begin = now
+            if hop == 0:
+                chip = src[i]
+                if hbm_hold[i]:  # a forwarded chunk streams from on-chip buffers instead
+                    if hbm_free[chip] > begin:
+                        begin = hbm_free[chip]
+                    hbm_free[chip] = begin + hbm_hold[i]
+                end = max(begin + total[i], tail[i] + burst[i])
+            else:
+                end = max(begin + first[i], hop_end[i] + lat)
+            hop_end[i] = end
+            push(heap, (end, -1, link))
             r_eng.append(link)
             r_stage.append(FORWARD if hop else SEND)
             r_chip.append(link_chip[link])
             if hop + 1 < len(route):
-                push(heap, (start + lat, i, hop + 1))
+                push(heap, (begin + lat, i, hop + 1))
+            else:
+                produced(i, begin + lat, end + lat, burst[i])
         else:
             chip = src[i]
-            free = reduce_free[chip]
-            start = t if t > free else free
-            end = start + hold[i]
-            reduce_free[chip] = end
-            r_eng.append(reduce_engine)
-            r_stage.append(REDUCE)
+            begin = now if now > hbm_free[chip] else hbm_free[chip]
+            hbm_free[chip] = begin + hbm_hold[i]
+            end = max(begin + total[i], tail[i] + burst[i])
+            if k == REDUCTION:  # a bandwidth server: busy for its work, not while data trickles in
+                push(heap, (begin + first[i], -1, nlinks + chip))
+            r_eng.append(reduce_engine if k == REDUCTION else hbm_engine)
+            r_stage.append(REDUCE if k == REDUCTION else COPY_STAGE)
             r_chip.append(chip)
+            if program.consumes[i] >= 0:
+                push(heap, (end + lat, program.consumes[i], -1))
+            produced(i, begin, end, burst[i])
         r_op.append(i)
         r_hop.append(hop)
-        r_start.append(start)
+        r_start.append(begin)
         r_end.append(end)
-        if kind[i] != TRANSFER or hop + 1 == len(routes[src[i]][dst[i]]):
-            for j in dependents[i]:
-                if end > ready[j]:
-                    ready[j] = end
-                waiting[j] -= 1
-                if not waiting[j]:
-                    push(heap, (ready[j], j, 0))
-    if len(r_op) < sum(
+
+    while heap:
+        t, i, hop = pop(heap)
+        if i < 0:  # server `hop` frees: its first queued op starts
+            if queue[hop]:
+                j, h = queue[hop].popleft()
+                start(t, j, h)
+            else:
+                busy[hop] = False
+            continue
+        if hop < 0:  # a staging buffer comes back to the pair of transfer `i`
+            conn = src[i] * p + dst[i]
+            if held[conn]:
+                j = held[conn].popleft()
+                granted[j] = True
+                push(heap, (t, j, 0))
+            else:
+                credits[conn] += 1
+            continue
+        k = kind[i]
+        if k == TRANSFER and hop == 0 and staged[i] and not granted[i]:
+            conn = src[i] * p + dst[i]
+            if not credits[conn]:
+                held[conn].append(i)
+                continue
+            credits[conn] -= 1
+            granted[i] = True
+        if k == COPY:
+            start(t, i, hop)
+            continue
+        res = routes[src[i]][dst[i]][hop] if k == TRANSFER else nlinks + src[i]
+        if busy[res]:
+            queue[res].append((i, hop))
+        else:
+            busy[res] = True
+            start(t, i, hop)
+    expected = sum(
         len(routes[s][d]) if k == TRANSFER else 1 for k, s, d in zip(kind, src, dst, strict=True)
-    ):
-        raise RuntimeError("fabric program did not finish: a dependency cycle")
+    )
+    if len(r_op) < expected:
+        stuck = [i for i in range(n) if waiting[i]][:3]
+        raise RuntimeError(
+            f"fabric program did not finish ({len(r_op)} of {expected} records): a dependency "
+            f"cycle or every staging buffer held by data that waits (e.g. ops {stuck}); "
+            "raise chips.staging_buffers"
+        )
     op = np.asarray(r_op, dtype=np.int64)
     order = np.lexsort((np.asarray(r_hop, dtype=np.int64), op))
     nbytes = np.asarray(program.nbytes, dtype=np.int64)[op]
@@ -320,4 +529,13 @@ def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
         "nbytes": nbytes[order],
         "tile": steps[order],
     }
-    return OpLog.from_columns((*net.names, REDUCE_ENGINE), STAGES, cols)
+    return OpLog.from_columns((*net.names, REDUCE_ENGINE, HBM_ENGINE), STAGES, cols)
+
+
+def arrival_ps(net: Network, log: OpLog) -> dict[int, int]:
+    """When each transfer's last byte reached its destination: its last hop's end + latency."""
+    is_link = (log.stage == SEND) | (log.stage == FORWARD)
+    out: dict[int, int] = {}
+    for op, end in zip(log.op[is_link].tolist(), log.end[is_link].tolist(), strict=True):
+        out[op] = max(out.get(op, 0), end + net.latency_ps)
+    return out

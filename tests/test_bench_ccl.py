@@ -15,19 +15,30 @@ from sim.kernels.allreduce import Message, build_schedule, run_schedule
 from sim.link import build_network
 
 ROOT = Path(__file__).resolve().parents[1]
-PICK = "p8 and 64KiB"  # one size of every gated (topology, algorithm): 17 configs, quick
+PICK = "p8 and 256KiB"  # one size of every gated (topology, algorithm): 17 configs, quick
+EXACT = ["link_bytes_max", "link_bytes_total", "links_used", "transfers", "records"]
 
 SLOWER_LINKS = """
 import sim.link as link
 
-_link_ps = link.Network.link_ps
+_link_ps, _hbm_ps, _reduce_ps = link.Network.link_ps, link.Network.hbm_ps, link.Network.reduce_ps
 
 
-def _slower(self, nbytes):
+def _slower_link(self, nbytes):
     return _link_ps(self, nbytes) + 100_000  # a regression: 100 ns more per transfer per link
 
 
-link.Network.link_ps = _slower
+def _slower_hbm(self, nbytes):
+    return _hbm_ps(self, nbytes) * 101 // 100  # and HBM and the reduce engine 1 % slower
+
+
+def _slower_reduce(self, nbytes):
+    return _reduce_ps(self, nbytes) * 101 // 100
+
+
+link.Network.link_ps = _slower_link
+link.Network.hbm_ps = _slower_hbm
+link.Network.reduce_ps = _slower_reduce
 """
 
 
@@ -40,18 +51,28 @@ def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_sweep_gates_eight_chips_and_leaves_the_rest_to_regen() -> None:
+def test_sweep_gates_every_chip_count_and_leaves_the_heavy_sweep_to_regen() -> None:
     """Gated: every algorithm valid on each of the 4 topologies (torus2d only on the torus)
-    at 8 chips and 10 sizes; regen-only: the same at 4 and 16 chips."""
+    at 8 chips (3 sizes), 4, 16, 6 and 9 chips (one size each); regen-only: the rest of
+    4, 6, 8, 9, 12, 16 chips x 10 sizes."""
     configs = ccl.BENCH.configs
     gated = [c for c in configs if not c.regen_only]
-    assert len(gated) == (4 * 4 + 1) * 10
-    assert {c.params["chips"] for c in gated} == {8}
-    assert len(configs) == 3 * len(gated)
+    per_size = 4 * 4 + 1  # (topology, algorithm) pairs
+    assert len(gated) == per_size * (3 + 1 + 1 + 1 + 1)
+    assert {c.params["chips"] for c in gated} == {4, 6, 8, 9, 16}
+    assert len(configs) == per_size * 10 * 6
     assert all(
         c.params["topology"] == "torus2d" for c in configs if c.params["algorithm"] == "torus2d"
     )
     assert ccl.BENCH.config("switch-p8-halving_doubling-256MiB").params["size"] == 256 * 2**20
+
+
+def test_counters_are_gated_exactly_and_time_at_its_tolerance() -> None:
+    """Byte and record counters are gated at tolerance 0; the time at 0.1 %."""
+    for name in [*EXACT, "hbm_bytes_max"]:
+        metric = ccl.METRICS[name]
+        assert metric.gate and metric.tolerance == 0.0, name
+    assert ccl.METRICS["time_ns"].gate and ccl.METRICS["time_ns"].tolerance == 0.001
 
 
 def test_sizes_are_labelled_in_powers_of_1024() -> None:
@@ -77,11 +98,12 @@ def test_run_reports_nccl_style_numbers() -> None:
 
 
 def test_run_fails_a_config_whose_result_is_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A schedule that double-counts one chip's input fails the item with nccl's #wrong."""
+    """A schedule that double-counts one chip's input fails the item with nccl's #wrong and
+    says what is wrong."""
 
     def broken(topo: Any, nbytes: int, algorithm: str) -> Any:
         sched = build_schedule(topo, nbytes, algorithm)
-        extra = Message(0, 1, 0, sched.pieces, True)
+        extra = Message(0, 1, 0, sched.count, True, True)
         steps = (*sched.steps[:-1], (*sched.steps[-1], extra))
         return run_schedule(dataclasses.replace(sched, steps=steps), build_network(topo))
 
@@ -91,6 +113,40 @@ def test_run_fails_a_config_whose_result_is_wrong(monkeypatch: pytest.MonkeyPatc
     )
     assert not result.ok
     assert "#wrong = 2048 of 16384 elements" in result.message
+    assert "chip 1" in result.message and "counts an input twice" in result.message
+
+
+def test_run_fails_a_skipped_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bug: the schedule loses its last step; the item fails, naming a chip and the
+    inputs it lacks."""
+
+    def skipping(topo: Any, nbytes: int, algorithm: str) -> Any:
+        sched = build_schedule(topo, nbytes, algorithm)
+        return run_schedule(dataclasses.replace(sched, steps=sched.steps[:-1]), build_network(topo))
+
+    monkeypatch.setattr(ccl, "allreduce", skipping)
+    result = ccl.run({"topology": "ring", "chips": 8, "algorithm": "ring", "size": 64 * 1024})
+    assert not result.ok
+    assert "#wrong" in result.message and "lacks the inputs of chips" in result.message
+
+
+def test_run_fails_data_that_skips_a_link(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bug: ring routes stop one hop short; the item fails and says the data of a
+    transfer skipped a link."""
+    import sim.link
+
+    real = sim.link._node_path
+
+    def short(kind: str, p: int, dims: tuple[int, int], src: int, dst: int) -> list[int]:
+        path = real(kind, p, dims, src, dst)
+        return path[:-1] if len(path) > 1 else path
+
+    monkeypatch.setattr(sim.link, "_node_path", short)
+    result = ccl.run(
+        {"topology": "ring", "chips": 8, "algorithm": "halving_doubling", "size": 4096}
+    )
+    assert not result.ok
+    assert "skipped a link" in result.message
 
 
 def test_committed_baselines_cover_every_config_and_the_gated_run_passes(
@@ -115,8 +171,9 @@ def test_committed_baselines_cover_every_config_and_the_gated_run_passes(
 
 
 def test_slower_links_fail_the_gate_with_the_time_row(bench_dir: pytest.Pytester) -> None:
-    """100 ns more per link transfer makes every picked config slower than its baseline:
-    each fails with the time_ns row of the table."""
+    """A slower fabric (100 ns more per transfer per link, HBM and reduce engine 1 % slower)
+    makes every picked config slower than its baseline beyond the 0.1 % tolerance, whether
+    it is link-, HBM- or reduce-bound: each fails with the time_ns row of the table."""
     bench_dir.makeconftest(SLOWER_LINKS)
     result = bench_dir.runpytest_subprocess(
         "--npubench", "ccl", "-k", PICK, "-p", "no:cacheprovider"

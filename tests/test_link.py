@@ -12,13 +12,16 @@ from hypothesis import strategies as st
 
 from sim import load_topology
 from sim.link import (
+    COPY,
     REDUCTION,
     TRANSFER,
     FabricProgram,
     Network,
+    arrival_ps,
     build_network,
     ring_route,
     simulate_fabric,
+    torus_cycle,
 )
 from sim.topology import Topology
 
@@ -102,12 +105,21 @@ def test_link_names_name_both_ends() -> None:
 
 @pytest.mark.parametrize(
     ("kind", "p", "dims"),
-    [("torus2d", 8, (2, 4)), ("torus2d", 16, (4, 4)), ("torus2d", 6, (3, 2)), ("ring", 5, None)],
+    [
+        ("torus2d", 8, (2, 4)),
+        ("torus2d", 16, (4, 4)),
+        ("torus2d", 6, (3, 2)),
+        ("torus2d", 9, (3, 3)),
+        ("torus2d", 15, (3, 5)),
+        ("torus2d", 35, (5, 7)),
+        ("ring", 5, None),
+    ],
 )
 def test_ring_order_is_a_cycle_of_neighbours(
     kind: str, p: int, dims: tuple[int, int] | None
 ) -> None:
-    """The ring order visits every chip once, each next chip one hop away (snake on a torus)."""
+    """The ring order visits every chip once, each next chip one hop away, the last one next to
+    the first: a Hamiltonian cycle, on odd x odd tori too (those need a wrap-around link)."""
     net = _net(kind, p, dims)
     order = net.ring_order()
     assert sorted(order) == list(range(p))
@@ -129,6 +141,20 @@ def test_every_route_is_a_path_to_its_destination(kind: str, rows: int, cols: in
         assert len(set(net.route(s, d))) == net.hops(s, d), "a route reuses a link"
 
 
+@pytest.mark.parametrize("rows", range(1, 8))
+@pytest.mark.parametrize("cols", range(1, 8))
+def test_torus_cycle_is_hamiltonian_for_every_shape(rows: int, cols: int) -> None:
+    """Every cell once; consecutive cells (cyclically) differ by one step along one dimension,
+    counting wrap-around (checked on coordinates, independently of the network's routes)."""
+    cells = torus_cycle(rows, cols)
+    assert sorted(cells) == [(r, c) for r in range(rows) for c in range(cols)]
+    if rows * cols <= 2:
+        return
+    for (r0, c0), (r1, c1) in zip(cells, cells[1:] + cells[:1], strict=True):
+        steps = sorted((_ring_distance(r0, r1, rows), _ring_distance(c0, c1, cols)))
+        assert steps == [0, 1], f"{(r0, c0)} -> {(r1, c1)} is not one hop"
+
+
 # --- timing -------------------------------------------------------------------------------
 
 
@@ -141,32 +167,57 @@ def _ps(nbytes: int, gbs: Fraction) -> int:
 ALPHA = BASE.chips.link_latency_ps
 LINK_BW = BASE.chips.link_bw
 REDUCE_BW = BASE.chips.reduce_bw
+HBM_BW = BASE.hbm.bw
 
 
 @pytest.mark.parametrize("hops", [1, 2, 3])
-def test_unloaded_transfer_takes_hops_latencies_plus_bytes(hops: int) -> None:
-    """One transfer over h hops of a ring ends at h * latency + bytes / bw (cut-through)."""
+@pytest.mark.parametrize("nbytes", [2, 10_000, 1 << 20])
+def test_unloaded_transfer_takes_hops_latencies_plus_bytes(hops: int, nbytes: int) -> None:
+    """One transfer over h hops of a ring arrives at h * latency + bytes / bw (cut-through,
+    latency is flight time); it holds each link for bytes / bw only."""
     net = _net("ring", 8)
     prog = FabricProgram()
-    prog.add(TRANSFER, 0, hops, 10_000, 0, ())
+    prog.add(TRANSFER, 0, hops, nbytes, 0, ())
     log = simulate_fabric(net, prog)
     assert len(log) == hops
-    assert log.makespan_ps == hops * ALPHA + _ps(10_000, LINK_BW)
+    assert arrival_ps(net, log)[0] == hops * ALPHA + _ps(nbytes, LINK_BW)
+    assert set((log.end - log.start).tolist()) == {_ps(nbytes, LINK_BW)}
     assert list(log.stages[s] for s in log.stage) == ["send"] + ["forward"] * (hops - 1)
+
+
+def test_switch_hop_adds_latency_only() -> None:
+    """Through the switch a transfer arrives 2 latencies + bytes / bw after it leaves."""
+    net = _net("switch", 4)
+    prog = FabricProgram()
+    prog.add(TRANSFER, 0, 3, 50_000, 0, ())
+    assert arrival_ps(net, simulate_fabric(net, prog))[0] == 2 * ALPHA + _ps(50_000, LINK_BW)
+
+
+@pytest.mark.parametrize("nbytes", [2, 4096, 1 << 20])
+def test_back_to_back_transfers_overlap_their_latencies(nbytes: int) -> None:
+    """Two transfers queued on one link: the second arrives latency + 2 bytes / bw after the
+    start (not 2 latencies), so a saturated link delivers its bandwidth at any chunk size."""
+    net = _net("fully_connected", 2)
+    prog = FabricProgram()
+    prog.add(TRANSFER, 0, 1, nbytes, 0, ())
+    prog.add(TRANSFER, 0, 1, nbytes, 0, ())
+    arrive = arrival_ps(net, simulate_fabric(net, prog))
+    assert arrive[0] == ALPHA + _ps(nbytes, LINK_BW)
+    assert arrive[1] == ALPHA + 2 * _ps(nbytes, LINK_BW)
 
 
 def test_flows_sharing_a_link_take_turns() -> None:
     """Two transfers over the same link serialise; over different links they overlap."""
-    hold = ALPHA + _ps(4096, LINK_BW)
+    occupy = _ps(4096, LINK_BW)
     net = _net("ring", 4)
     shared = FabricProgram()
     shared.add(TRANSFER, 0, 1, 4096, 0, ())
     shared.add(TRANSFER, 0, 2, 4096, 0, ())  # 0 -> 1 -> 2: its first hop is the same link
-    assert simulate_fabric(net, shared).makespan_ps == 2 * hold + ALPHA
+    assert arrival_ps(net, simulate_fabric(net, shared))[1] == 2 * occupy + 2 * ALPHA
     apart = FabricProgram()
     apart.add(TRANSFER, 0, 1, 4096, 0, ())
     apart.add(TRANSFER, 2, 3, 4096, 0, ())
-    assert simulate_fabric(net, apart).makespan_ps == hold
+    assert set(arrival_ps(net, simulate_fabric(net, apart)).values()) == {occupy + ALPHA}
 
 
 def test_one_transfer_at_a_time_per_link_under_load() -> None:
@@ -183,30 +234,77 @@ def test_one_transfer_at_a_time_per_link_under_load() -> None:
 
 
 def test_first_come_first_served_not_program_order() -> None:
-    """A link serves the transfer that is ready first, even if it comes later in the program."""
+    """A link serves the transfer that is ready first, even if it comes later in the program;
+    a dependent transfer streams: it starts when the first burst of its input has arrived
+    and ends no earlier than one burst after the input's last byte."""
     net = _net("fully_connected", 3)
+    burst = _ps(BASE.hbm.burst_bytes, LINK_BW)
     prog = FabricProgram()
     slow = prog.add(TRANSFER, 1, 0, 100_000, 0, ())  # 1 -> 0 arrives late at chip 0
     late = prog.add(TRANSFER, 0, 2, 1000, 0, (slow,))  # waits for it
-    early = prog.add(TRANSFER, 0, 2, 1000, 0, ())  # ready at 0: goes first on 0 -> 2
+    early = prog.add(TRANSFER, 0, 2, 200_000, 0, ())  # ready at 0: goes first on 0 -> 2
     log = simulate_fabric(net, prog)
-    start = {int(o): int(s) for o, s in zip(log.op, log.start, strict=True)}
-    assert start[early] == 0
-    assert start[late] == ALPHA + _ps(100_000, LINK_BW)
+    rec = {int(o): (int(s), int(e)) for o, s, e in zip(log.op, log.start, log.end, strict=True)}
+    assert rec[early][0] == 0
+    assert rec[late][0] == max(ALPHA + burst, rec[early][1])
+    assert rec[late][1] == max(
+        rec[late][0] + _ps(1000, LINK_BW), arrival_ps(net, log)[slow] + burst
+    )
 
 
 def test_reduce_engine_waits_for_data_and_serves_one_at_a_time() -> None:
-    """Reductions start after their transfer arrives and queue on the chip's one engine."""
+    """Reductions stream their transfer (start at its first burst, end a burst after its last
+    byte) and share the chip's one engine as a bandwidth server: the second starts once the
+    first's work (the longer of bytes / reduce_bw and its HBM traffic) is done."""
     net = _net("fully_connected", 3)
+    big = 1 << 20
     prog = FabricProgram()
-    a = prog.add(TRANSFER, 1, 0, 8192, 0, ())
-    b = prog.add(TRANSFER, 2, 0, 8192, 0, ())
-    prog.add(REDUCTION, 0, 0, 8192, 0, (a,))
-    prog.add(REDUCTION, 0, 0, 8192, 0, (b,))
+    a = prog.add(TRANSFER, 1, 0, big, 0, (), hbm=0)
+    b = prog.add(TRANSFER, 2, 0, big, 0, (), hbm=0)
+    prog.add(REDUCTION, 0, 0, big, 0, (a,), a)
+    prog.add(REDUCTION, 0, 0, big, 0, (b,), b)
     log = simulate_fabric(net, prog)
-    arrive = ALPHA + _ps(8192, LINK_BW)
-    assert log.makespan_ps == arrive + 2 * _ps(8192, REDUCE_BW)
-    assert list(log.engines[e] for e in log.engine[-2:]) == ["reduce", "reduce"]
+    red = np.flatnonzero(log.stage == log.stages.index("reduce"))
+    (s1, s2), (e1, e2) = log.start[red].tolist(), log.end[red].tolist()
+    burst = BASE.hbm.burst_bytes
+    first = ALPHA + _ps(burst, LINK_BW)
+    work = max(_ps(big, REDUCE_BW), _ps(2 * big, HBM_BW))
+    arrive = ALPHA + _ps(big, LINK_BW)
+    assert s1 == first and s2 == max(first, s1 + work)
+    tail = max(_ps(burst, REDUCE_BW), _ps(2 * burst, HBM_BW))
+    assert e1 == max(s1 + work, arrive + tail) and e2 == max(s2 + work, arrive + tail)
+    assert list(log.engines[e] for e in log.engine[red]) == ["reduce", "reduce"]
+
+
+def test_hbm_is_shared_by_sends_and_copies() -> None:
+    """A copy into HBM and a send out of HBM on one chip take turns on its HBM: the send
+    that reads 1 MiB delays the copy that lands meanwhile."""
+    net = _net("fully_connected", 3)
+    big = 1 << 20
+    prog = FabricProgram()
+    t = prog.add(TRANSFER, 1, 0, 64, 0, (), hbm=0)
+    prog.add(COPY, 0, 0, 64, 0, (t,), t)
+    prog.add(TRANSFER, 0, 2, big, 0, ())  # starts at 0 and holds chip 0's HBM for big / hbm_bw
+    log = simulate_fabric(net, prog)
+    copy = log.stage == log.stages.index("copy")
+    assert int(log.start[copy][0]) == max(ALPHA + _ps(64, LINK_BW), _ps(big, HBM_BW))
+
+
+def test_staging_buffers_make_the_sender_wait(make_topo) -> None:  # type: ignore[no-untyped-def]
+    """With one staging buffer per peer, the second chunk cannot leave before the receiver
+    has consumed the first and its credit has flown back (one more latency)."""
+    net = build_network(make_topo(chips__staging_buffers=1, chips__count=2))
+    prog = FabricProgram()
+    t0 = prog.add(TRANSFER, 0, 1, 4096, 0, (), hbm=0)
+    t1 = prog.add(TRANSFER, 0, 1, 4096, 0, (), hbm=0)
+    c0 = prog.add(COPY, 1, 1, 4096, 0, (t0,), t0)
+    prog.add(COPY, 1, 1, 4096, 0, (t1, c0), t1)
+    log = simulate_fabric(net, prog)
+    sends = log.stage == log.stages.index("send")
+    burst = BASE.hbm.burst_bytes
+    copy_start = ALPHA + _ps(burst, LINK_BW)
+    copy_end = max(copy_start + _ps(4096, HBM_BW), ALPHA + _ps(4096, LINK_BW) + _ps(burst, HBM_BW))
+    assert log.start[sends].tolist() == [0, copy_end + ALPHA]
 
 
 def test_dependencies_must_point_backwards() -> None:

@@ -1,53 +1,58 @@
 """Collectives on a multi-chip network: allreduce schedules, their timing, their functional check.
 
-A collective of ``nbytes`` (``count = nbytes / bytes_per_element`` elements) is cut into
-``p`` segments (sizes differ by at most one element), each into ``k`` pieces, where ``k``
-is the fewest that keeps a piece within the chunk size (``chips.chunk_kib``). A
-**schedule** is a list of steps; a step is a list of messages ``src -> dst`` of a
-contiguous range of pieces, either reduced into the destination or copied over it.
+A **schedule** is a list of steps; a step is a list of messages ``src -> dst`` of an element
+range ``[lo, hi)`` of the vector, either reduced into the destination or copied over it.
+Every message is cut into ``k = ceil(bytes / chunk)`` **equal chunks** (sizes within one
+element; ``chips.chunk_kib``), one transfer each, so a message just above a chunk becomes
+two half chunks, never a chunk and a sliver.
 
-Timing (:func:`run_collective`) follows the data, piece by piece: a message is sent as
-transfers of whole pieces of at most one chunk (consecutive small pieces share one
-transfer); a transfer leaves when the pieces it carries are ready on the sender and its
-links are free (:class:`sim.link.Fabric`); a reduction waits for its transfer and for the
-destination's pieces, on the destination's reduce engine. So consecutive steps pipeline
-chunk by chunk. Within a step, transfers are issued round-robin over the step's messages,
-one chunk each, and every send of a step reads the data as it was before the step (its
-receives land in staging buffers, which are unbounded).
+Timing (:func:`run_collective`) follows the data, chunk by chunk: a transfer leaves when
+the elements it carries are ready on the sender (the ops that last wrote them have ended)
+and it has a staging buffer at the receiver; the receiver reduces it (reduce engine and
+HBM) or copies it (HBM) as soon as it has arrived and the local elements are ready
+(:func:`sim.link.simulate_fabric`). So consecutive steps pipeline chunk by chunk. Within a
+step, transfers are issued round-robin over the step's messages, one chunk each; every send
+of a step reads the data as it was before the step. Sends marked ``fresh`` read the
+chip's input buffer (one-shot ``direct`` reduces into a separate output).
 
-Algorithms:
+Algorithms (p chips, n bytes; "ring order" is :meth:`Network.ring_order`, a Hamiltonian
+cycle of one-hop edges wherever one exists):
 
-* ``ring``: reduce-scatter then all-gather round :meth:`Network.ring_order`, ``2(p-1)``
-  steps of one segment per chip. ``reduce_scatter`` and ``all_gather`` run either half.
-* ``direct``: one-shot; every chip sends its whole vector to every other chip and
-  reduces the ``p-1`` vectors it receives.
+* ``ring``: two counter-rotating rings (as NCCL runs channels both ways on full-duplex
+  links), each reduce-scatters then all-gathers one half of the vector, ``2(p-1)`` steps
+  of ``n / 2p`` bytes per chip per ring. ``reduce_scatter`` and ``all_gather`` run either half.
+* ``direct``: one-shot; every chip sends its whole input to every other chip and reduces
+  the ``p-1`` vectors it receives into its output.
 * ``halving_doubling``: Rabenseifner; reduce-scatter by recursive halving (partner at
-  distance 1, 2, 4, ...), then all-gather by recursive doubling (distance p/2, ..., 1).
-  When ``p`` is not a power of two it uses MPICH's fallback: the first ``2r`` chips
-  (``r = p - 2^floor(lg p)``) pair up, each even one hands its vector to its odd
-  neighbour, the ``2^floor(lg p)`` survivors run halving-doubling, and each odd chip of a
-  pair sends the result back.
-* ``tree``: an in-order binary tree over the ring order (the root is the middle chip, each
-  subtree a contiguous range, so tree edges are short); reduce up the tree level by
-  level, then broadcast down, every chunk pipelining through the levels.
+  distance 1, 2, 4, ...), then all-gather by recursive doubling. When ``p`` is not a power
+  of two, MPICH's fallback: the first ``2r`` chips (``r = p - 2^floor(lg p)``) pair up, each
+  even one hands its vector to its odd neighbour, the survivors run halving-doubling, and
+  each odd chip of a pair sends the result back.
+* ``double_binary_tree``: NCCL's double binary tree (Sanders, Speck and Traeff 2009): tree
+  0 is NCCL's binary tree over the ring-order ranks (odd ranks are leaves), tree 1 its
+  mirror image (``p`` even) or its shift by one rank (``p`` odd), so every chip is interior
+  in at most one tree (for odd ``p`` one chip is interior in both). Each tree carries half
+  the vector: reduce up, broadcast down, every chunk pipelining through the levels.
 * ``torus2d``: on a ``rows x cols`` torus, reduce-scatter along every row ring, allreduce
-  (reduce-scatter + all-gather) along every column ring on the part each chip holds,
-  then all-gather along the rows.
+  along every column ring on the part each chip holds, all-gather along the rows; one half
+  of the vector goes one way round both dimensions, the other half the other way.
 
-Functional check (nccl-tests' ``#wrong``): chip ``c`` starts with the integers
-``x_c[e] = a_c + b_c * e`` (``a_c``, ``b_c`` fixed pseudo-random). Every message moves a
-whole range of pieces and every operation is the same for every element of a piece, so a
-piece's values stay of the form ``A + B * e`` and are kept as the exact integer pair
-``(A, B)``: element ``e`` of a piece is right iff ``A + B e`` equals the expected sum there.
-The check is therefore exact for every element, at any size, without materialising
-``p x count`` numbers (:meth:`CollectiveRun.values` materialises them for small runs).
+Functional check (nccl-tests' ``#wrong``), by **replaying the op log**
+(:func:`replay`): chip ``c`` starts with the integers ``x_c[e] = a_c + b_c * e``. Each
+transfer copies what its sender holds when its first hop has sent its last byte (ops
+stream, so that is when all of it has been read), its data lands where its recorded links
+end, and its consumer (the reduction or copy recorded on the receiving chip) applies it
+when it ends. Every operation treats the elements of a piece alike, so a piece's
+values stay ``A + B e`` and are kept as the exact integer pair ``(A, B)`` plus a bit mask of
+the inputs summed into it: exact at any size without materialising ``p x count`` numbers.
+A transfer whose recorded links do not lead from its sender to its consumer's chip, or a
+consumer that starts before its data arrived, is an error naming the ops.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -56,6 +61,9 @@ import numpy.typing as npt
 from sim.errors import InputError
 from sim.limits import check_collective
 from sim.link import (
+    COPY,
+    COPY_STAGE,
+    FORWARD,
     REDUCE,
     REDUCTION,
     SEND,
@@ -63,6 +71,7 @@ from sim.link import (
     FabricProgram,
     Network,
     build_network,
+    hbm_default,
     simulate_fabric,
 )
 from sim.oplog import OpLog
@@ -74,43 +83,60 @@ __all__ = [
     "CollectiveError",
     "CollectiveRun",
     "Message",
+    "ReplayError",
     "Schedule",
     "algorithms_for",
     "all_gather",
     "allreduce",
+    "binary_tree",
     "build_schedule",
     "collective_metrics",
+    "double_binary_tree",
     "fabric_program",
     "reduce_scatter",
+    "replay",
     "run_collective",
     "run_schedule",
 ]
 
-Algorithm = Literal["ring", "direct", "halving_doubling", "tree", "torus2d"]
+Algorithm = Literal["ring", "direct", "halving_doubling", "double_binary_tree", "torus2d"]
 Collective = Literal["allreduce", "reduce_scatter", "all_gather"]
-ALGORITHMS: tuple[Algorithm, ...] = ("ring", "direct", "halving_doubling", "tree", "torus2d")
+ALGORITHMS: tuple[Algorithm, ...] = (
+    "ring",
+    "direct",
+    "halving_doubling",
+    "double_binary_tree",
+    "torus2d",
+)
 COLLECTIVES: tuple[Collective, ...] = ("allreduce", "reduce_scatter", "all_gather")
 I64 = npt.NDArray[np.int64]
+Range = tuple[int, int]
 
 
 class CollectiveError(InputError):
     """A collective cannot be built as asked; the message says what to change."""
 
 
+class ReplayError(RuntimeError):
+    """The op log moves data in a way no network could (names the ops involved)."""
+
+
 @dataclass(frozen=True)
 class Message:
-    """``src`` sends pieces ``[lo, hi)`` to ``dst``, which reduces them in or copies them over."""
+    """``src`` sends elements ``[lo, hi)`` to ``dst``, which reduces them in or copies them
+    over; ``fresh`` sends read the sender's input buffer instead of its current values."""
 
     src: int
     dst: int
     lo: int
     hi: int
     reduce: bool
+    fresh: bool = False
 
 
 @dataclass(frozen=True)
 class Schedule:
-    """What every chip sends in every step, over a fixed partition of the vector into pieces."""
+    """What every chip sends in every step (element ranges), and what each chip must own."""
 
     collective: Collective
     algorithm: Algorithm
@@ -118,34 +144,18 @@ class Schedule:
     count: int
     bytes_per_element: int
     chunk_bytes: int
-    pieces_per_segment: int
-    bounds: tuple[int, ...]  # element offsets of the pieces, len = pieces + 1
     steps: tuple[tuple[Message, ...], ...]
+    shares: tuple[tuple[Range, ...], ...] = ()  # per chip: its ranges (reduce_scatter, all_gather)
+    depth: int = 1  # at least this many chunks per message (chips.staging_buffers)
 
     @property
     def nbytes(self) -> int:
         return self.count * self.bytes_per_element
 
-    @property
-    def pieces(self) -> int:
-        return len(self.bounds) - 1
-
-    def segment(self, s: int) -> tuple[int, int]:
-        """The piece range of segment ``s`` (chip ``s``'s share in reduce-scatter/all-gather)."""
-        k = self.pieces_per_segment
-        return s * k, (s + 1) * k
-
-    def piece_bytes(self) -> list[int]:
-        b, bpe = self.bounds, self.bytes_per_element
-        return [(b[i + 1] - b[i]) * bpe for i in range(self.pieces)]
-
 
 def algorithms_for(topology: str) -> tuple[Algorithm, ...]:
     """Allreduce algorithms valid on a chip topology (``torus2d`` needs a torus)."""
     return tuple(a for a in ALGORITHMS if a != "torus2d" or topology == "torus2d")
-
-
-# --- partition ---------------------------------------------------------------------------------
 
 
 def _split(total: int, parts: int) -> list[int]:
@@ -154,18 +164,26 @@ def _split(total: int, parts: int) -> list[int]:
     return [q + (i < r) for i in range(parts)]
 
 
-def _bounds(count: int, chips: int, k: int) -> tuple[int, ...]:
-    out = [0]
-    for seg in _split(count, chips):
-        for size in _split(seg, k):
-            out.append(out[-1] + size)
-    return tuple(out)
+def _ranges(lo: int, hi: int, parts: int) -> list[Range]:
+    """``[lo, hi)`` in ``parts`` near-equal ranges (some may be empty); for a power of two,
+    by recursive halving, so that chunks, segments and halving-doubling's regions share
+    their boundaries."""
+    if parts & (parts - 1) == 0:
+        if parts == 1:
+            return [(lo, hi)]
+        mid = (lo + hi) // 2
+        return _ranges(lo, mid, parts // 2) + _ranges(mid, hi, parts // 2)
+    out, at = [], lo
+    for size in _split(hi - lo, parts):
+        out.append((at, at + size))
+        at += size
+    return out
 
 
 # --- algorithms ----------------------------------------------------------------------------------
 
 Steps = list[list[Message]]
-Ring = tuple[Sequence[int], Sequence[tuple[int, int]]]  # chips in ring order, range per position
+Ring = tuple[Sequence[int], Sequence[Range]]  # chips in ring order, range owned per position
 
 
 def _ring_pass(rings: Sequence[Ring], lag: int, reduce: bool) -> Steps:
@@ -181,40 +199,53 @@ def _ring_pass(rings: Sequence[Ring], lag: int, reduce: bool) -> Steps:
     ]
 
 
-def _ring_reduce_scatter(rings: Sequence[Ring]) -> Steps:
-    """Position q ends with the sum of range q: at step s it sends range (q-1-s) to q+1."""
-    return _ring_pass(rings, lag=1, reduce=True)
+def _zip(*parts: Steps) -> Steps:
+    """Steps of independent schedules run side by side (step i = every part's step i)."""
+    return [[m for p in parts if i < len(p) for m in p[i]] for i in range(max(map(len, parts)))]
 
 
-def _ring_all_gather(rings: Sequence[Ring]) -> Steps:
-    """Position q starts with range q: at step s it forwards range (q-s) to q+1."""
-    return _ring_pass(rings, lag=0, reduce=False)
+@dataclass(frozen=True)
+class _Plan:
+    collective: Collective
+    chips: int
+    count: int
+
+    def halves(self) -> list[Range]:
+        return _ranges(0, self.count, 2)
 
 
-def _ring(sched: _Plan, net: Network) -> Steps:
-    order = net.ring_order()
-    rings = [(order, [sched.segment(c) for c in order])]
+def _ring_shares(plan: _Plan) -> list[list[Range]]:
+    """Per half, the range of each chip: segment c of that half."""
+    return [_ranges(lo, hi, plan.chips) for lo, hi in plan.halves()]
+
+
+def _ring(plan: _Plan, net: Network) -> Steps:
+    order = list(net.ring_order())
+    rings = []
+    for h, segs in enumerate(_ring_shares(plan)):
+        chips = order if h == 0 else order[::-1]
+        rings.append((chips, [segs[c] for c in chips]))
     steps: Steps = []
-    if sched.collective != "all_gather":
-        steps += _ring_reduce_scatter(rings)
-    if sched.collective != "reduce_scatter":
-        steps += _ring_all_gather(rings)
+    if plan.collective != "all_gather":
+        steps += _ring_pass(rings, lag=1, reduce=True)
+    if plan.collective != "reduce_scatter":
+        steps += _ring_pass(rings, lag=0, reduce=False)
     return steps
 
 
-def _direct(sched: _Plan, net: Network) -> Steps:
-    p = sched.chips
-    whole = (0, sched.pieces)
-    return [[Message(s, (s + d) % p, *whole, True) for d in range(1, p) for s in range(p)]]
+def _direct(plan: _Plan, net: Network) -> Steps:
+    p = plan.chips
+    return [
+        [Message(s, (s + d) % p, 0, plan.count, True, True) for d in range(1, p) for s in range(p)]
+    ]
 
 
-def _halving_doubling(sched: _Plan, net: Network) -> Steps:
-    p = sched.chips
+def _halving_doubling(plan: _Plan, net: Network) -> Steps:
+    p = plan.chips
     pof2 = 1 << (p.bit_length() - 1)
     rem = p - pof2
-    whole = (0, sched.pieces)
-    # survivors by new rank: the odd chip of each of the first `rem` pairs, then the rest
-    ranks = [2 * i + 1 for i in range(rem)] + list(range(2 * rem, p))
+    whole = (0, plan.count)
+    ranks = [2 * i + 1 for i in range(rem)] + list(range(2 * rem, p))  # survivors by new rank
     steps: Steps = []
     if rem:
         steps.append([Message(2 * i, 2 * i + 1, *whole, True) for i in range(rem)])
@@ -242,88 +273,102 @@ def _halving_doubling(sched: _Plan, net: Network) -> Steps:
     return steps
 
 
-def inorder_tree(p: int) -> tuple[list[int], list[int]]:
-    """Parent (-1 for the root) and depth of each position of an in-order binary tree.
+def binary_tree(p: int) -> list[int]:
+    """Parent rank of each rank (-1 for the root) in NCCL's binary tree (``ncclGetBtree``).
 
-    The root of positions ``[lo, hi)`` is the middle one; its subtrees are the two halves.
+    Rank ``r`` with lowest set bit ``b`` hangs under ``(r ^ b) | (b << 1)`` (or ``r ^ b`` when
+    that is out of range); rank 0 is the root with the single child ``2^floor(lg(p-1))``.
+    Odd ranks are leaves, so interior nodes are even ranks.
     """
-    parent, depth = [-1] * p, [0] * p
-    todo = [(0, p, -1, 0)]
-    while todo:
-        lo, hi, par, d = todo.pop()
-        if lo >= hi:
-            continue
-        mid = (lo + hi) // 2
-        parent[mid], depth[mid] = par, d
-        todo += [(lo, mid, mid, d + 1), (mid + 1, hi, mid, d + 1)]
-    return parent, depth
+    parent = [-1] * p
+    for r in range(1, p):
+        bit = r & -r
+        up = (r ^ bit) | (bit << 1)
+        parent[r] = up if up < p else r ^ bit
+    return parent
 
 
-def _tree(sched: _Plan, net: Network) -> Steps:
-    order = net.ring_order()
-    parent, depth = inorder_tree(sched.chips)
-    whole = (0, sched.pieces)
-    height = max(depth, default=0)
+def double_binary_tree(p: int) -> tuple[list[int], list[int]]:
+    """Parents of each rank in NCCL's two complementary trees (``ncclGetDtree``).
+
+    Tree 1 mirrors tree 0 (rank ``r`` plays ``p-1-r``) when ``p`` is even, so the even ranks
+    interior in tree 0 are leaves in tree 1; for odd ``p`` it shifts tree 0 by one rank.
+    """
+    t0 = binary_tree(p)
+    if p % 2 == 0:
+        t1 = [-1 if t0[p - 1 - r] < 0 else p - 1 - t0[p - 1 - r] for r in range(p)]
+    else:
+        t1 = [-1 if t0[(r - 1) % p] < 0 else (t0[(r - 1) % p] + 1) % p for r in range(p)]
+    return t0, t1
+
+
+def _tree_steps(parent: Sequence[int], chips: Sequence[int], rng: Range) -> Steps:
+    """Reduce up by height (leaves first), then broadcast down by depth, on range ``rng``."""
+    p = len(parent)
+    depth = [0] * p
+    for r in range(p):
+        x = r
+        while parent[x] >= 0:
+            depth[r], x = depth[r] + 1, parent[x]
+    height = [0] * p
+    for r in sorted(range(p), key=lambda r: -depth[r]):
+        if parent[r] >= 0:
+            height[parent[r]] = max(height[parent[r]], height[r] + 1)
+    top = max(height, default=0)
     up = [
-        [
-            Message(order[q], order[parent[q]], *whole, True)
-            for q in range(sched.chips)
-            if depth[q] == d
-        ]
-        for d in range(height, 0, -1)
+        [Message(chips[r], chips[parent[r]], *rng, True) for r in range(p) if height[r] == h]
+        for h in range(top)
     ]
     down = [
-        [
-            Message(order[parent[q]], order[q], *whole, False)
-            for q in range(sched.chips)
-            if depth[q] == d
-        ]
-        for d in range(1, height + 1)
+        [Message(chips[parent[r]], chips[r], *rng, False) for r in range(p) if depth[r] == d]
+        for d in range(1, max(depth, default=0) + 1)
     ]
-    return up + down
+    return [s for s in up if s] + down
 
 
-def _torus2d(sched: _Plan, net: Network) -> Steps:
+def _double_binary_tree(plan: _Plan, net: Network) -> Steps:
+    order = net.ring_order()
+    trees = double_binary_tree(plan.chips)
+    return _zip(*(_tree_steps(t, order, rng) for t, rng in zip(trees, plan.halves(), strict=True)))
+
+
+def _torus2d(plan: _Plan, net: Network) -> Steps:
     if net.kind != "torus2d":
         raise CollectiveError(
             f"algorithm 'torus2d' needs chips.topology torus2d, not {net.kind!r}; "
-            "pick ring, direct, halving_doubling or tree on this topology"
+            "pick ring, direct, halving_doubling or double_binary_tree on this topology"
         )
     rows, cols = net.dims
-    k = sched.pieces_per_segment
-    # part j (held by column j after the row reduce-scatter) = segments j*rows .. j*rows+rows-1
-    parts = [(j * rows * k, (j + 1) * rows * k) for j in range(cols)]
-    row_rings = [([r * cols + c for c in range(cols)], parts) for r in range(rows)]
-    col_rings = [
-        ([r * cols + c for r in range(rows)], [sched.segment(c * rows + r) for r in range(rows)])
-        for c in range(cols)
-    ]
-    return (
-        _ring_reduce_scatter(row_rings)
-        + _ring_reduce_scatter(col_rings)
-        + _ring_all_gather(col_rings)
-        + _ring_all_gather(row_rings)
-    )
+    halves = []
+    for h, (lo, hi) in enumerate(plan.halves()):
+        parts = _ranges(lo, hi, cols)  # part c: held by column c after the row reduce-scatter
+        subs = [_ranges(*parts[c], rows) for c in range(cols)]  # sub r of part c: chip (r, c)
 
+        def way(chips: list[int], h: int = h) -> list[int]:
+            return chips if h == 0 else chips[::-1]
 
-@dataclass(frozen=True)
-class _Plan:
-    """What an algorithm builder needs: the collective and the piece partition."""
-
-    collective: Collective
-    chips: int
-    pieces: int
-    pieces_per_segment: int
-
-    def segment(self, s: int) -> tuple[int, int]:
-        return s * self.pieces_per_segment, (s + 1) * self.pieces_per_segment
+        row_rings: list[Ring] = []
+        for r in range(rows):
+            chips = way([r * cols + c for c in range(cols)])
+            row_rings.append((chips, [parts[x % cols] for x in chips]))
+        col_rings: list[Ring] = []
+        for c in range(cols):
+            chips = way([r * cols + c for r in range(rows)])
+            col_rings.append((chips, [subs[c][x // cols] for x in chips]))
+        halves.append(
+            _ring_pass(row_rings, 1, True)
+            + _ring_pass(col_rings, 1, True)
+            + _ring_pass(col_rings, 0, False)
+            + _ring_pass(row_rings, 0, False)
+        )
+    return _zip(*halves)
 
 
 _BUILDERS = {
     "ring": _ring,
     "direct": _direct,
     "halving_doubling": _halving_doubling,
-    "tree": _tree,
+    "double_binary_tree": _double_binary_tree,
     "torus2d": _torus2d,
 }
 
@@ -359,27 +404,135 @@ def build_schedule(
     chunk = topo.chips.chunk_bytes if chunk_bytes is None else chunk_bytes
     if chunk < bpe:
         raise CollectiveError(f"chunk size {chunk} bytes is smaller than one element ({bpe} B)")
-    chunk -= chunk % bpe  # whole elements, so a piece never exceeds a chunk
+    chunk -= chunk % bpe
     p = topo.chips.count
-    count = nbytes // bpe
-    k = max(1, math.ceil(-(-count // p) * bpe / chunk))
-    bounds = _bounds(count, p, k)
-    plan = _Plan(collective, p, p * k, k)
-    steps = _BUILDERS[algorithm](plan, network or build_network(topo)) if p > 1 else []
+    plan = _Plan(collective, p, nbytes // bpe)
+    net = network or build_network(topo)
+    steps = _BUILDERS[algorithm](plan, net) if p > 1 else []
+    shares: tuple[tuple[Range, ...], ...] = ()
+    if collective != "allreduce":
+        per_half = _ring_shares(plan)
+        shares = tuple(tuple(h[c] for h in per_half) for c in range(p))
     return Schedule(
         collective=collective,
         algorithm=algorithm,  # type: ignore[arg-type]
         chips=p,
-        count=count,
+        count=plan.count,
         bytes_per_element=bpe,
         chunk_bytes=chunk,
-        pieces_per_segment=k,
-        bounds=bounds,
-        steps=tuple(tuple(s) for s in steps if s),
+        steps=tuple(t for t in (tuple(m for m in s if m.hi > m.lo) for s in steps) if t),
+        shares=shares,
+        depth=max(1, topo.chips.staging_buffers // 2),
     )
 
 
-# --- data ---------------------------------------------------------------------------------
+# --- program -------------------------------------------------------------------------------------
+
+
+def chunks(lo: int, hi: int, bpe: int, chunk: int, depth: int = 1) -> list[Range]:
+    """Elements ``[lo, hi)`` cut into equal chunks (within one element) of at most ``chunk``
+    bytes and at least ``depth`` of them (while there are elements), their number rounded
+    up to a power of two: ``chunk / 2 < size <= chunk`` for large messages."""
+    nbytes = (hi - lo) * bpe
+    k = 1 << (max(-(-nbytes // chunk), depth, 1) - 1).bit_length()
+    return _bisect(lo, hi, k)
+
+
+def _bisect(lo: int, hi: int, k: int) -> list[Range]:
+    """``[lo, hi)`` halved recursively (first half ``floor``) into ``k`` parts, ``k`` a power of
+    two; parts stay within one element of each other, and the halves of a range are cut as
+    its own parts are (so halving-doubling's regions fall on chunk boundaries). Parts that
+    would be empty are left out."""
+    if k == 1 or hi - lo <= 1:
+        return [(lo, hi)]
+    mid = (lo + hi) // 2
+    return _bisect(lo, mid, k // 2) + _bisect(mid, hi, k // 2)
+
+
+@dataclass
+class Compiled:
+    """A schedule as a fabric program, with what each op moves (for the replay).
+
+    ``bounds`` are the element offsets of the pieces (every chunk is a range of pieces);
+    per op: its piece range, whether a consumer reduces, whether a send reads the input.
+    """
+
+    program: FabricProgram
+    bounds: list[int]
+    lo: list[int] = field(default_factory=list)
+    hi: list[int] = field(default_factory=list)
+    reduce: list[bool] = field(default_factory=list)
+    fresh: list[bool] = field(default_factory=list)
+
+
+def fabric_program(schedule: Schedule) -> Compiled:
+    """The transfers, reductions and copies of ``schedule``, each depending on the data it needs.
+
+    A transfer depends on the ops that last wrote its elements on the sender (none for a
+    ``fresh`` send). When those are reductions or copies of received data, the chunk is
+    forwarded as it is produced (NCCL's recvReduceSend / recvCopySend) and streams from the
+    chip's on-chip buffers; otherwise (the chip's own input) the send reads HBM. Its
+    consumer depends on the transfer and on the ops that last wrote those elements on the
+    receiver. Every send of a
+    step is placed before the step's receives land, so it reads the data as before the
+    step. Within a step, transfers go round-robin over the messages, one chunk each.
+    """
+    bpe, chunk = schedule.bytes_per_element, schedule.chunk_bytes
+    depth = schedule.depth
+    cache: dict[Range, list[Range]] = {}
+    cuts = {0, schedule.count}
+    for step in schedule.steps:
+        for m in step:
+            if (m.lo, m.hi) not in cache:
+                cache[m.lo, m.hi] = chunks(m.lo, m.hi, bpe, chunk, depth)
+                cuts.update(x for r in cache[m.lo, m.hi] for x in r)
+    bounds = sorted(cuts)
+    index = {b: i for i, b in enumerate(bounds)}
+    out = Compiled(FabricProgram(), bounds)
+    add = out.program.add
+    writer = [[-1] * (len(bounds) - 1) for _ in range(schedule.chips)]
+    produced: dict[int, Range] = {}  # consumer op -> the pieces it wrote
+
+    def note(lo: int, hi: int, reduce: bool, fresh: bool) -> None:
+        out.lo.append(lo)
+        out.hi.append(hi)
+        out.reduce.append(reduce)
+        out.fresh.append(fresh)
+
+    for at, step in enumerate(schedule.steps):
+        plans = [cache[m.lo, m.hi] for m in step]
+        landed = []
+        for t in range(max(map(len, plans), default=0)):
+            for m, plan in zip(step, plans, strict=True):
+                if t < len(plan):
+                    lo, hi = index[plan[t][0]], index[plan[t][1]]
+                    deps = () if m.fresh else _deps(writer[m.src], lo, hi)
+                    nb = (plan[t][1] - plan[t][0]) * bpe
+                    streams = bool(deps) and all(d in produced for d in deps)
+                    span = (plan[t][0], plan[t][1])
+                    op = add(
+                        TRANSFER, m.src, m.dst, nb, at, deps, hbm=0 if streams else nb, span=span
+                    )
+                    note(lo, hi, m.reduce, m.fresh)
+                    landed.append((m.dst, lo, hi, nb, op, m.reduce, span))
+        for dst, lo, hi, nb, op, is_reduce, span in landed:
+            deps = tuple(sorted({op, *_deps(writer[dst], lo, hi)}))
+            kind = REDUCTION if is_reduce else COPY
+            got = add(kind, dst, dst, nb, at, deps, op, span=span)
+            produced[got] = (lo, hi)
+            note(lo, hi, is_reduce, False)
+            writer[dst][lo:hi] = [got] * (hi - lo)
+    return out
+
+
+def _deps(writers: list[int], lo: int, hi: int) -> tuple[int, ...]:
+    if hi - lo == 1:
+        w = writers[lo]
+        return (w,) if w >= 0 else ()
+    return tuple(sorted({w for w in writers[lo:hi] if w >= 0}))
+
+
+# --- data and the replay check -------------------------------------------------------------------
 
 
 def input_coefficients(chips: int) -> tuple[I64, I64]:
@@ -390,56 +543,187 @@ def input_coefficients(chips: int) -> tuple[I64, I64]:
     )
 
 
-class _Data:
-    """Every chip's values per piece as exact integer pairs ``(A, B)``: value ``A + B * e``."""
+@dataclass(frozen=True)
+class Replayed:
+    """Every chip's final values per piece (``A + B e``), the inputs summed in (bit masks)."""
 
-    def __init__(self, chips: int, pieces: int) -> None:
-        a, b = input_coefficients(chips)
-        self.a = np.repeat(a[:, None], pieces, axis=1)
-        self.b = np.repeat(b[:, None], pieces, axis=1)
+    a: I64
+    b: I64
+    mask: I64
 
-    def apply(self, step: Sequence[Message]) -> None:
-        """All sends read the data as before the step; then every receive lands."""
-        snaps = [
-            (self.a[m.src, m.lo : m.hi].copy(), self.b[m.src, m.lo : m.hi].copy()) for m in step
-        ]
-        for m, (a, b) in zip(step, snaps, strict=True):
-            if m.reduce:
-                self.a[m.dst, m.lo : m.hi] += a
-                self.b[m.dst, m.lo : m.hi] += b
+
+def _route_problems(net: Network, compiled: Compiled, log: OpLog) -> str:
+    """Check that each transfer's recorded links lead from its sender to its consumer's chip,
+    and that each consumer starts after its data arrived; "" if they all do."""
+    prog = compiled.program
+    link = (log.stage == SEND) | (log.stage == FORWARD)
+    ops, eng = log.op[link], log.engine[link].astype(np.int64)
+    ends = np.asarray(net.links, dtype=np.int64).reshape(-1, 2)
+    u, v = ends[eng, 0], ends[eng, 1]
+    first = np.ones(len(ops), dtype=bool)
+    first[1:] = ops[1:] != ops[:-1]
+    last = np.ones(len(ops), dtype=bool)
+    last[:-1] = first[1:]
+    src = np.asarray(prog.src, dtype=np.int64)
+    dst = np.asarray(prog.dst, dtype=np.int64)
+    names = net.names
+    broken = np.flatnonzero(~first & (u != np.roll(v, 1)))
+    if len(broken):
+        i = int(broken[0])
+        return f"op {int(ops[i])}: its links {names[eng[i - 1]]} and {names[eng[i]]} do not join"
+    bad = np.flatnonzero(first & (u != src[ops]))
+    if len(bad):
+        i = int(bad[0])
+        return f"op {int(ops[i])}: transfer {src[ops[i]]}->{dst[ops[i]]} starts on {names[eng[i]]}"
+    lat = net.latency_ps
+    arrive = dict(zip(ops[last].tolist(), (log.end[link][last] + lat).tolist(), strict=True))
+    begins = dict(zip(ops[last].tolist(), (log.start[link][last] + lat).tolist(), strict=True))
+    at = dict(zip(ops[last].tolist(), v[last].tolist(), strict=True))
+    last_link = dict(zip(ops[last].tolist(), eng[last].tolist(), strict=True))
+    consumer = ~link
+    for op, chip, start, end in zip(
+        log.op[consumer].tolist(),
+        log.chip[consumer].tolist(),
+        log.start[consumer].tolist(),
+        log.end[consumer].tolist(),
+        strict=True,
+    ):
+        t = prog.consumes[op]
+        if t < 0:
+            continue
+        if t not in at:
+            return f"op {op} on chip {chip} consumes transfer op {t}, which never crossed a link"
+        if at[t] != chip:
+            return (
+                f"op {t}: transfer {prog.src[t]}->{prog.dst[t]} left its data at chip {at[t]} "
+                f"(its last link is {names[last_link[t]]}), not at chip {chip}, where op {op} "
+                "consumes it: the data skipped a link"
+            )
+        if start < begins[t] or end <= arrive[t]:
+            return (
+                f"op {op} on chip {chip} runs {start}..{end} ps, but the data of transfer op {t} "
+                f"arrives {begins[t]}..{arrive[t]} ps: it uses data before it arrived"
+            )
+    return ""
+
+
+def replay(schedule: Schedule, net: Network, compiled: Compiled, log: OpLog) -> Replayed:
+    """Move the data as the op log says (module docstring) and return every chip's result.
+
+    Raises :class:`ReplayError` when a transfer's links do not lead to the chip that consumes
+    it, or when an op consumes data before it arrived.
+    """
+    problem = _route_problems(net, compiled, log)
+    if problem:
+        raise ReplayError(problem)
+    p, pieces = schedule.chips, len(compiled.bounds) - 1
+    a0, b0 = input_coefficients(p)
+    m0 = (
+        np.left_shift(np.int64(1), np.arange(p, dtype=np.int64))
+        if p < 63
+        else np.zeros(p, np.int64)
+    )
+    a = np.repeat(a0[:, None], pieces, axis=1)
+    b = np.repeat(b0[:, None], pieces, axis=1)
+    mask = np.repeat(m0[:, None], pieces, axis=1)
+    prog = compiled.program
+    sends = log.stage == SEND
+    consumer = (log.stage == REDUCE) | (log.stage == COPY_STAGE)
+    times = np.concatenate([log.end[sends], log.end[consumer]])
+    ops = np.concatenate([log.op[sends], log.op[consumer]])
+    kinds = np.concatenate(
+        [np.ones(int(sends.sum()), np.int64), np.zeros(int(consumer.sum()), np.int64)]
+    )
+    order = np.lexsort((ops, kinds, times))  # at equal times, writes land before reads
+    lo, hi, fresh, consumes = compiled.lo, compiled.hi, compiled.fresh, prog.consumes
+    src = prog.src
+    stash: dict[int, tuple[I64, I64, I64]] = {}
+    for op in ops[order].tolist():
+        x, y = lo[op], hi[op]
+        if prog.kind[op] == TRANSFER:
+            s = src[op]
+            if fresh[op]:
+                n = y - x
+                stash[op] = (np.full(n, a0[s]), np.full(n, b0[s]), np.full(n, m0[s]))
             else:
-                self.a[m.dst, m.lo : m.hi] = a
-                self.b[m.dst, m.lo : m.hi] = b
+                stash[op] = (a[s, x:y].copy(), b[s, x:y].copy(), mask[s, x:y].copy())
+            continue
+        da, db, dm = stash.pop(consumes[op])
+        c = src[op]
+        if prog.kind[op] == REDUCTION:
+            a[c, x:y] += da
+            b[c, x:y] += db
+            mask[c, x:y] |= dm
+        else:
+            a[c, x:y] = da
+            b[c, x:y] = db
+            mask[c, x:y] = dm
+    return Replayed(a, b, mask)
 
 
-def expected(schedule: Schedule) -> tuple[I64, I64, npt.NDArray[np.bool_]]:
-    """Expected ``(A, B)`` per chip and piece, and which (chip, piece) the collective defines."""
-    p, n = schedule.chips, schedule.pieces
+def expected(
+    schedule: Schedule, bounds: Sequence[int]
+) -> tuple[I64, I64, I64, npt.NDArray[np.bool_]]:
+    """Expected ``(A, B, inputs)`` per chip and piece, and which (chip, piece) are defined."""
+    p, n = schedule.chips, len(bounds) - 1
     a, b = input_coefficients(p)
-    mask = np.ones((p, n), dtype=bool)
+    m = (
+        np.left_shift(np.int64(1), np.arange(p, dtype=np.int64))
+        if p < 63
+        else np.zeros(p, np.int64)
+    )
+    defined = np.ones((p, n), dtype=bool)
+    if schedule.collective == "allreduce":
+        return np.full((p, n), a.sum()), np.full((p, n), b.sum()), np.full((p, n), m.sum()), defined
+    starts = np.asarray(bounds[:-1])
+    owner = np.full(n, -1, dtype=np.int64)
+    for c, ranges in enumerate(schedule.shares):
+        for lo, hi in ranges:
+            owner[(starts >= lo) & (starts < hi)] = c
     if schedule.collective == "all_gather":
-        owner = np.repeat(np.arange(p), schedule.pieces_per_segment)
-        return np.tile(a[owner], (p, 1)), np.tile(b[owner], (p, 1)), mask
-    if schedule.collective == "reduce_scatter":
-        mask[:] = False
-        for c in range(p):
-            mask[c, slice(*schedule.segment(c))] = True
-    return np.full((p, n), a.sum()), np.full((p, n), b.sum()), mask
+        return (
+            np.tile(a[owner], (p, 1)),
+            np.tile(b[owner], (p, 1)),
+            np.tile(m[owner], (p, 1)),
+            defined,
+        )
+    defined = owner[None, :] == np.arange(p)[:, None]
+    return np.full((p, n), a.sum()), np.full((p, n), b.sum()), np.full((p, n), m.sum()), defined
 
 
-def count_wrong(schedule: Schedule, a: I64, b: I64) -> int:
-    """Elements whose final value differs from the expected one (nccl-tests' ``#wrong``)."""
-    ea, eb, mask = expected(schedule)
-    bounds = np.asarray(schedule.bounds, dtype=np.int64)
-    first = np.broadcast_to(bounds[:-1], a.shape)[mask]
-    size = np.broadcast_to(np.diff(bounds), a.shape)[mask]
-    da, db = (a - ea)[mask], (b - eb)[mask]
+def check(schedule: Schedule, bounds: Sequence[int], got: Replayed) -> tuple[int, str]:
+    """nccl-tests' ``#wrong`` (elements whose final value differs from the expected one) and a
+    sentence on the first wrong piece ("" when nothing is wrong)."""
+    ea, eb, em, defined = expected(schedule, bounds)
+    edges = np.asarray(bounds, dtype=np.int64)
+    first = np.broadcast_to(edges[:-1], got.a.shape)
+    size = np.broadcast_to(np.diff(edges), got.a.shape)
+    da, db = got.a - ea, got.b - eb
     # A + B e == EA + EB e  <=>  da + db e == 0: all of the piece, none, or one element e
-    safe_db = np.where(db == 0, 1, db)
-    e = -da // safe_db
-    one_right = (db != 0) & (da % safe_db == 0) & (e >= first) & (e < first + size)
+    safe = np.where(db == 0, 1, db)
+    e = -da // safe
+    one_right = (db != 0) & (da % safe == 0) & (e >= first) & (e < first + size)
     wrong = np.where((da == 0) & (db == 0), 0, size - one_right.astype(np.int64))
-    return int(wrong.sum())
+    wrong = np.where(defined, wrong, 0)
+    total = int(wrong.sum())
+    if not total:
+        return 0, ""
+    chip, piece = (int(x) for x in np.argwhere(wrong > 0)[0])
+    lo, hi = bounds[piece], bounds[piece + 1]
+    missing = int(em[chip, piece]) & ~int(got.mask[chip, piece])
+    extra = int(got.mask[chip, piece]) & ~int(em[chip, piece])
+    why = []
+    if missing:
+        why.append(f"lacks the inputs of chips {_bits(missing)}")
+    if extra:
+        why.append(f"holds inputs it should not (chips {_bits(extra)})")
+    if not why:
+        why.append("counts an input twice")
+    return total, f"chip {chip}, elements [{lo}, {hi}) {' and '.join(why)}"
+
+
+def _bits(mask: int) -> str:
+    return ", ".join(str(i) for i in range(mask.bit_length()) if mask >> i & 1)
 
 
 # --- run -----------------------------------------------------------------------------------------
@@ -447,14 +731,15 @@ def count_wrong(schedule: Schedule, a: I64, b: I64) -> int:
 
 @dataclass(frozen=True)
 class CollectiveRun:
-    """One simulated collective: schedule, network, op log, and the functional check."""
+    """One simulated collective: schedule, network, op log, and the replayed functional check."""
 
     schedule: Schedule
     network: Network
+    compiled: Compiled
     log: OpLog
     wrong: int
-    final_a: I64
-    final_b: I64
+    problem: str
+    final: Replayed
 
     @property
     def time_ps(self) -> int:
@@ -468,30 +753,16 @@ class CollectiveRun:
     def chips(self) -> int:
         return self.schedule.chips
 
+    @property
+    def bounds(self) -> list[int]:
+        return self.compiled.bounds
+
     def values(self, chip: int) -> I64:
         """Chip ``chip``'s final vector, materialised element by element (small runs)."""
-        s = self.schedule
-        e = np.arange(s.count, dtype=np.int64)
-        piece = np.repeat(np.arange(s.pieces), np.diff(np.asarray(s.bounds)))
-        out: I64 = self.final_a[chip, piece] + self.final_b[chip, piece] * e
+        e = np.arange(self.schedule.count, dtype=np.int64)
+        piece = np.repeat(np.arange(len(self.bounds) - 1), np.diff(np.asarray(self.bounds)))
+        out: I64 = self.final.a[chip, piece] + self.final.b[chip, piece] * e
         return out
-
-
-def _transfers(
-    lo: int, hi: int, piece_bytes: Sequence[int], chunk: int
-) -> list[tuple[int, int, int]]:
-    """Cut pieces ``[lo, hi)`` into transfers of whole pieces of at most ``chunk`` bytes."""
-    out: list[tuple[int, int, int]] = []
-    start, acc = lo, 0
-    for i in range(lo, hi):
-        nb = piece_bytes[i]
-        if acc and acc + nb > chunk:
-            out.append((start, i, acc))
-            start, acc = i, 0
-        acc += nb
-    if acc:
-        out.append((start, hi, acc))
-    return out
 
 
 def run_collective(
@@ -512,59 +783,19 @@ def run_collective(
 
 
 def run_schedule(schedule: Schedule, net: Network) -> CollectiveRun:
-    """Time ``schedule`` on ``net`` and check its result (any schedule, e.g. a modified one)."""
-    program = fabric_program(schedule)
-    data = _Data(schedule.chips, schedule.pieces)
-    for step in schedule.steps:
-        data.apply(step)
-    return CollectiveRun(
-        schedule=schedule,
-        network=net,
-        log=simulate_fabric(net, program),
-        wrong=count_wrong(schedule, data.a, data.b),
-        final_a=data.a,
-        final_b=data.b,
-    )
-
-
-def fabric_program(schedule: Schedule) -> FabricProgram:
-    """The transfers and reductions of ``schedule``, each depending on the data it needs.
-
-    A transfer depends on the ops that last wrote its pieces on the sender; a reduction on
-    its transfer and on the ops that last wrote those pieces on the receiver. Every send of
-    a step is placed before the step's receives land, so it reads the data as before the
-    step. Within a step, transfers go round-robin over the messages, one chunk each.
-    """
-    program = FabricProgram()
-    add = program.add
-    piece_bytes = schedule.piece_bytes()
-    writer = [[-1] * schedule.pieces for _ in range(schedule.chips)]
-    cache: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
-    for index, step in enumerate(schedule.steps):
-        plans = []
-        for m in step:
-            key = (m.lo, m.hi)
-            if key not in cache:
-                cache[key] = _transfers(m.lo, m.hi, piece_bytes, schedule.chunk_bytes)
-            plans.append(cache[key])
-        landed = []
-        for t in range(max(map(len, plans), default=0)):
-            for m, plan in zip(step, plans, strict=True):
-                if t < len(plan):
-                    lo, hi, nb = plan[t]
-                    deps = _deps(writer[m.src], lo, hi)
-                    op = add(TRANSFER, m.src, m.dst, nb, index, deps)
-                    landed.append((m.dst, lo, hi, nb, op, m.reduce))
-        for dst, lo, hi, nb, op, is_reduce in landed:
-            if is_reduce:
-                deps = tuple(sorted({op, *_deps(writer[dst], lo, hi)}))
-                op = add(REDUCTION, dst, dst, nb, index, deps)
-            writer[dst][lo:hi] = [op] * (hi - lo)
-    return program
-
-
-def _deps(writers: list[int], lo: int, hi: int) -> tuple[int, ...]:
-    return tuple(sorted({w for w in writers[lo:hi] if w >= 0}))
+    """Time ``schedule`` on ``net`` and check its result by replaying the op log."""
+    compiled = fabric_program(schedule)
+    log = simulate_fabric(net, compiled.program)
+    try:
+        final = replay(schedule, net, compiled, log)
+    except ReplayError as exc:
+        total = schedule.chips * schedule.count
+        zero = np.zeros((schedule.chips, len(compiled.bounds) - 1), np.int64)
+        return CollectiveRun(
+            schedule, net, compiled, log, total, str(exc), Replayed(zero, zero, zero)
+        )
+    wrong, problem = check(schedule, compiled.bounds, final)
+    return CollectiveRun(schedule, net, compiled, log, wrong, problem, final)
 
 
 def allreduce(topo: Topology, nbytes: int, algorithm: str = "ring", **kw: int) -> CollectiveRun:
@@ -573,12 +804,12 @@ def allreduce(topo: Topology, nbytes: int, algorithm: str = "ring", **kw: int) -
 
 
 def reduce_scatter(topo: Topology, nbytes: int, **kw: int) -> CollectiveRun:
-    """Ring reduce-scatter of an ``nbytes`` vector: chip ``c`` ends with segment ``c`` summed."""
+    """Ring reduce-scatter of an ``nbytes`` vector: chip ``c`` ends with its shares summed."""
     return run_collective(topo, nbytes, "ring", "reduce_scatter", **kw)
 
 
 def all_gather(topo: Topology, nbytes: int, **kw: int) -> CollectiveRun:
-    """Ring all-gather into an ``nbytes`` vector: every chip ends with every chip's segment."""
+    """Ring all-gather into an ``nbytes`` vector: every chip ends with every chip's shares."""
     return run_collective(topo, nbytes, "ring", "all_gather", **kw)
 
 
@@ -592,35 +823,64 @@ def bus_factor(collective: str, chips: int) -> float:
     return (2.0 if collective == "allreduce" else 1.0) * (chips - 1) / chips
 
 
+def link_bytes(run: CollectiveRun) -> npt.NDArray[np.float64]:
+    """Bytes carried by each link direction (indexed as ``run.network.links``)."""
+    log = run.log
+    is_link = (log.stage == SEND) | (log.stage == FORWARD)
+    links = len(run.network.links)
+    out = np.bincount(
+        log.engine[is_link].astype(np.int64),
+        weights=log.nbytes[is_link].astype(np.float64),
+        minlength=links,
+    )[:links]
+    return out.astype(np.float64)
+
+
+def hbm_bytes(run: CollectiveRun) -> npt.NDArray[np.float64]:
+    """HBM bytes per chip (sends that read HBM, copies, reductions: see :func:`fabric_program`)."""
+    prog = run.compiled.program
+    per_op = np.asarray(
+        [
+            hbm_default(k, b) if m < 0 else m
+            for k, b, m in zip(prog.kind, prog.nbytes, prog.hbm, strict=True)
+        ],
+        dtype=np.float64,
+    )
+    chip = np.asarray(prog.src, dtype=np.int64)
+    return np.bincount(chip, weights=per_op, minlength=run.chips).astype(np.float64)
+
+
 def collective_metrics(run: CollectiveRun) -> dict[str, float]:
-    """Flat metrics of one run (GB = 1e9 bytes, as nccl-tests): time, bandwidths, link load."""
-    log, net, p = run.log, run.network, run.chips
+    """Flat metrics of one run (GB = 1e9 bytes, as nccl-tests): time, bandwidths, loads."""
+    log, p = run.log, run.chips
     t_ps = run.time_ps
-    links = len(net.links)
-    is_link = log.stage != REDUCE
-    eng = log.engine.astype(np.int64)
+    is_link = (log.stage == SEND) | (log.stage == FORWARD)
     dur = (log.end - log.start).astype(np.float64)
-    nbytes = log.nbytes.astype(np.float64)
-    link_bytes = np.bincount(eng[is_link], weights=nbytes[is_link], minlength=links)[:links]
-    link_busy = np.bincount(eng[is_link], weights=dur[is_link], minlength=links)[:links]
-    sends = log.stage == SEND
-    injected = np.bincount(log.chip[sends].astype(np.int64), weights=nbytes[sends], minlength=p)
+    links = len(run.network.links)
+    per_link = link_bytes(run)
+    link_busy = np.bincount(
+        log.engine[is_link].astype(np.int64), weights=dur[is_link], minlength=links
+    )
     reduce_busy = np.bincount(
-        log.chip[~is_link].astype(np.int64), weights=dur[~is_link], minlength=p
+        log.chip[log.stage == REDUCE].astype(np.int64),
+        weights=dur[log.stage == REDUCE],
+        minlength=p,
     )
     time_ns = t_ps / 1000
     algbw = run.nbytes / time_ns if t_ps else 0.0
-    used = link_bytes[link_bytes > 0]
+    used = per_link[per_link > 0]
     return {
         "time_ns": time_ns,
         "algbw_gbs": algbw,
         "busbw_gbs": algbw * bus_factor(run.schedule.collective, p),
         "wrong": float(run.wrong),
         "count": float(run.schedule.count),
-        "transfers": float(np.count_nonzero(sends)),
-        "link_bytes_max": float(link_bytes.max(initial=0.0)),
-        "link_bytes_mean": float(used.mean()) if len(used) else 0.0,
+        "transfers": float(np.count_nonzero(log.stage == SEND)),
+        "records": float(len(log)),
+        "link_bytes_max": float(per_link.max(initial=0.0)),
+        "link_bytes_total": float(per_link.sum()),
+        "links_used": float(len(used)),
         "link_util_peak": float(link_busy.max(initial=0.0) / t_ps) if t_ps else 0.0,
-        "injected_bytes_max": float(injected.max(initial=0.0)),
+        "hbm_bytes_max": float(hbm_bytes(run).max(initial=0.0)),
         "reduce_util_peak": float(reduce_busy.max(initial=0.0) / t_ps) if t_ps else 0.0,
     }

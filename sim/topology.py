@@ -251,10 +251,6 @@ _SCHEMA: dict[str, dict[str, tuple[str, str]]] = {
     },
 }
 _TOP_LEVEL = {"name", "clock_ghz", *_SCHEMA}
-# Keys added after baselines were committed, with the value the file they joined holds: the
-# fingerprint leaves such a key out while it has that value, so adding a key to a topology
-# file does not invalidate the committed baselines of benches that do not read it.
-_ADDED_LATER: dict[tuple[str, str], object] = {("chips", "staging_buffers"): 8}
 _SECTION_TYPES: dict[str, type] = {
     "dtype": DTypeConfig,
     "pe": PEConfig,
@@ -497,13 +493,7 @@ def _build(data: object, source: str) -> Topology:
     _check_durations(source, sections)
     _check_clock(source, clock, sections["pe"])
     normal = {"name": name, "clock_ghz": clock, **{k: _normal(v) for k, v in sections.items()}}
-    hashed = {
-        k: {x: y for x, y in v.items() if _ADDED_LATER.get((k, x), object()) != y}
-        if isinstance(v, dict)
-        else v
-        for k, v in normal.items()
-    }
-    digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(json.dumps(normal, sort_keys=True).encode()).hexdigest()[:12]
     return Topology(
         name=name,
         clock_ghz=float(clock),

@@ -158,12 +158,17 @@ def test_committed_baselines_cover_every_config_and_the_gated_run_passes(
     assert committed["fingerprint"] == ccl.TOPOLOGY.fingerprint
     assert sorted(committed["configs"]) == sorted(c.config_id for c in ccl.BENCH.configs)
     result = bench_dir.runpytest_subprocess(
-        "--npubench", "ccl", "-k", PICK, "-p", "no:cacheprovider"
+        "--npubench",
+        "ccl",
+        "-k",
+        PICK,
+        "-p",
+        "no:cacheprovider",
+        "-v",  # -v: every row
     )
     result.assert_outcomes(passed=17)
     header = next(line for line in result.outlines if "verdict" in line and "config" in line)
-    columns = ["size_bytes [B]", "count [elements]", "time_us [us]", "algbw_gbs [GB/s]"]
-    columns += ["busbw_gbs [GB/s]", "wrong [elements]"]
+    columns = ["size_bytes", "count", "time_us", "algbw_gbs", "busbw_gbs", "wrong"]
     assert [header.index(c) for c in columns] == sorted(header.index(c) for c in columns)
     figures = bench_dir.path / "npubench-artifacts" / "ccl"
     for name in ("busbw_vs_size", "time_vs_size", "best_algorithm", "sim_vs_model"):

@@ -62,7 +62,7 @@ def stage_engine_table(log: OpLog) -> dict[tuple[str, str], tuple[int, int]]:
     """``(stage, engine) -> (inflight_ps, records)`` for every pair present in the log."""
     out: dict[tuple[str, str], tuple[int, int]] = {}
     key = log.stage.astype(np.int64) * len(log.engines) + log.engine
-    for k in np.unique(key):
+    for k in np.flatnonzero(np.bincount(key)):
         sel = key == k
         stage, engine = divmod(int(k), len(log.engines))
         pair = (log.stages[stage], log.engines[engine])
@@ -119,7 +119,7 @@ def gemm_metrics(run: GemmRun) -> dict[str, float]:
         m[f"{stage}.inflight_ns"] = busy_ps(log.start[sel], log.end[sel]) / PS
         m[f"{stage}.occupancy"] = busy / window
         m[f"{stage}.records"] = int(sel.sum())
-        for e_i in np.unique(log.engine[sel]):
+        for e_i in np.flatnonzero(np.bincount(log.engine[sel], minlength=len(log.engines))):
             one = sel & (log.engine == e_i)
             name = f"{stage}.{log.engines[int(e_i)]}"
             busy = int((held[one] - log.start[one]).sum())  # an engine holds one op at a time

@@ -71,8 +71,8 @@ def test_planted_war_race_is_a_hazard_naming_both_ops(
     fetch has read it: a WAR hazard naming the load and the fetch."""
     real = GemmProgram.load_deps
 
-    def no_wait(self: GemmProgram, i: int) -> tuple[int, ...]:
-        return () if self.variant == "double_buffer" else real(self, i)
+    def no_wait(self: GemmProgram, i: int, freed_by: int) -> tuple[int, ...]:
+        return () if self.variant == "double_buffer" else real(self, i, freed_by)
 
     planted("load_deps", no_wait)
     with pytest.raises(DataHazard, match=r"WAR hazard: op \d+ \(dma\d dma_in.*A buffer.*fetch"):

@@ -263,6 +263,7 @@ class GemmProgram:
         self.tile_macs = topo.pe.tile_macs
         self.slots = topo.pe.operand_slots
         self.RK = self.Nt * self.Kt  # tile-ops per row of output tiles
+        self._chans: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
         self.mode = mode or self._choose_mode()
         # a DMA out is issued D positions after its last tile-op (when it retires); the
         # contrast variants keep the issue point they always had (right after it)
@@ -525,13 +526,16 @@ class GemmProgram:
     def _dma(
         self, eng: int, deps: tuple[int, ...], stage: int, addr: int, nbytes: int, tile: int
     ) -> Op:
-        chans = transfer_channels(self.topo.hbm, addr, nbytes)
+        key = (addr % self.stripe, nbytes)
+        chans = self._chans.get(key)
+        if chans is None:
+            chans = self._chans[key] = transfer_channels(self.topo.hbm, addr, nbytes)
         return Op(DMA, eng, deps, stage, nbytes, 0, tile, self.setup, self.lat, chans)
 
-    def load_deps(self, i: int) -> tuple[int, ...]:
-        """A streamed load of tile-op i waits for its buffer: the fetch of i - buffers."""
-        j = i - self.nbuf
-        return (self.fetch_id(j),) if j >= 0 else ()
+    def load_deps(self, i: int, freed_by: int) -> tuple[int, ...]:
+        """A streamed load of tile-op i waits for its buffer: the fetch ``freed_by`` (of
+        tile-op i - buffers) that read it last; -1 for a buffer never used."""
+        return (freed_by,) if freed_by >= 0 else ()
 
     def out_bytes(self, j: int) -> int:
         """Bytes the DMA out of output tile j writes back."""
@@ -561,16 +565,17 @@ class GemmProgram:
         if acc is not None:
             acc.append(Access(COPY, ((HBM, src, nbytes),), ((SRAM, dst, nbytes),)))
 
-    def _load_tile(self, ops: list[Op], acc: list[Access] | None, i: int) -> None:
+    def _load_tile(self, ops: list[Op], acc: list[Access] | None, i: int, freed_by: int) -> None:
         p = self.plan
         b, ki = divmod(i, self.Kt)
         mi, ni = divmod(b, self.Nt)
-        deps = self.load_deps(i)
+        deps = self.load_deps(i, freed_by)
         a, bb = self.a_addr(mi, ki), self.b_addr(ki, ni)
         ops.append(self._dma(A_ENG, deps, DMA_IN, a, p.a_bytes, i))
-        self._copy(acc, a, self.sram_a(i), p.a_bytes)
         ops.append(self._dma(B_ENG, deps, DMA_IN, bb, p.b_bytes, i))
-        self._copy(acc, bb, self.sram_b(i), p.b_bytes)
+        if acc is not None:
+            self._copy(acc, a, self.sram_a(i), p.a_bytes)
+            self._copy(acc, bb, self.sram_b(i), p.b_bytes)
 
     def _load_a_panel(self, ops: list[Op], acc: list[Access] | None, r: int) -> None:
         q = r - self.buffers.a  # the row that last used this panel buffer
@@ -598,6 +603,7 @@ class GemmProgram:
     def _block(self, b: int, ops: list[Op], acc: list[Access] | None) -> None:
         p, Kt, mode, bu = self.plan, self.Kt, self.mode, self.buffers
         mi = b // self.Nt
+        base = self.first_op(b) - len(ops)  # op id = base + index in ops
         if b == 0:
             if mode == "whole":
                 a_total, b_total = p.Mt * Kt * p.a_bytes, Kt * self.Nt * p.b_bytes
@@ -613,7 +619,7 @@ class GemmProgram:
                     self._load_a_panel(ops, acc, r)
             else:
                 for i in range(min(self.nbuf, self.N)):
-                    self._load_tile(ops, acc, i)
+                    self._load_tile(ops, acc, i, -1)
         if mode == "panel":
             src: tuple[int, ...] = (self.a_panel_id(mi), self.b_panel_id(b))
         elif mode == "whole":
@@ -621,13 +627,20 @@ class GemmProgram:
         fetch_bytes = p.a_bytes + p.b_bytes
         c_dep = (~self.cout_id(b - bu.c),) if b >= bu.c else ()
         c_range = (SRAM, self.sram_c(b), p.c_bytes)
+        i0 = b * Kt
+        loads_here: dict[int, int] = {}  # tile-op -> id of its A load, emitted in this block
+        gemms_here: list[int] = []
         for ki in range(Kt):
-            t = b * Kt + ki
+            t = i0 + ki
             if mode in STREAMING:
-                src = self.load_ids(t)
+                at = loads_here.get(t)
+                src = (at, at + 1) if at is not None else self.load_ids(t)
             j = t - self.slots
-            fid = len(ops) + self.first_op(b)
-            slot = (fid - self._pos(t) + self.gemm_id(j),) if j >= 0 else ()
+            fid = base + len(ops)
+            if j >= i0:
+                slot: tuple[int, ...] = (gemms_here[j - i0],)
+            else:
+                slot = (self.gemm_id(j),) if j >= 0 else ()
             ops.append(
                 Op(SERVE, self.fetch_res, src + slot, FETCH, fetch_bytes, 0, t, self.fetch_ps, 0)
             )
@@ -635,6 +648,7 @@ class GemmProgram:
             ops.append(
                 Op(PIPE, self.pe_res, gdeps, GEMM, 0, self.tile_macs, t, self.T, self.retire)
             )
+            gemms_here.append(fid + 1)
             if acc is not None:
                 pe = (PE, (t % self.slots) * fetch_bytes, fetch_bytes)
                 reads = ((SRAM, self.sram_a(t), p.a_bytes), (SRAM, self.sram_b(t), p.b_bytes))
@@ -642,7 +656,8 @@ class GemmProgram:
                 acc.append(Access(MAC, (pe, c_range) if ki else (pe,), (c_range,), chain=b))
             if mode in STREAMING:
                 if t + self.nbuf < self.N:
-                    self._load_tile(ops, acc, t + self.nbuf)
+                    loads_here[t + self.nbuf] = base + len(ops)
+                    self._load_tile(ops, acc, t + self.nbuf, fid)
             elif mode == "panel":
                 if self._a_point(t):
                     self._load_a_panel(ops, acc, (t + 1) // self.RK - 1 + bu.a)

@@ -134,7 +134,13 @@ class BlockProgram(Protocol):
         ...
 
     def resources(self, b: int) -> tuple[int, ...]:
-        """Resources that blocks ``>= b`` use (a superset is safe, only slower)."""
+        """Resources that blocks ``>= b`` use (a superset is safe, only slower).
+
+        A program may also define ``floor_resources(b)``: a subset of them such that
+        every later operation on another resource depends on a later operation on one
+        of them or on a live operation it consumes (default: all of ``resources(b)``).
+        It lets a rarely used engine's stale free time drop out of the state.
+        """
         ...
 
 
@@ -220,20 +226,36 @@ def _canonical(
     ch: list[int],
     ends: dict[int, int],
     live: dict[int, tuple[int, ...]],
+    floor: tuple[int, ...],
 ) -> tuple[int, tuple[int, ...]]:
     """The machine state relative to a floor that no future operation can start before.
 
-    Every operation holds a resource, so it starts no earlier than the least resource
-    free time; values below that floor are equivalent to it. A pending end time matters
-    only above the free time of the resources its consumers use.
+    Every operation on a ``floor`` resource starts no earlier than that resource's free
+    time, so ``ref`` (the least of them) bounds them; an operation on any other used
+    resource depends on a later floor operation or on a live one it consumes, so it
+    starts no earlier than ``min(ref, those live ends)``. Values below such a bound are
+    equivalent to it. A pending end time matters only above the free time of the
+    resources its consumers use.
     """
-    ref = min(free[r] for r in used)
-    state = [free[r] - ref for r in used]
-    state += [(c - ref if c > ref else 0) for c in ch]
+    ref = min(free[r] for r in floor)
+    bound: dict[int, int] = {}
+    for op_id, consumers in live.items():
+        for r in consumers:
+            if r not in floor:
+                e = ends[op_id]
+                bound[r] = e if e < bound.get(r, ref) else bound.get(r, ref)
+    lo = min(bound.values(), default=ref)
+    lo = lo if lo < ref else ref
+    state = []
+    for r in used:
+        f = free[r]
+        b = bound.get(r, ref)
+        state.append((f if f > b else b) - ref)
+    state += [(c if c > lo else lo) - ref for c in ch]
     for op_id in sorted(live):
-        floor = min(free[r] for r in live[op_id])
+        low = min(free[r] for r in live[op_id])
         e = ends[op_id]
-        state.append((e if e > floor else floor) - ref)
+        state.append((e if e > low else low) - ref)
     return ref, tuple(state)
 
 
@@ -246,6 +268,7 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
     ends: dict[int, int] = {}
     cols = _Writer(program.num_ops())
     seen: dict[Hashable, tuple[int, int, int]] = {}
+    floor_of = getattr(program, "floor_resources", None)
     extrapolated_blocks = 0
     b = 0
     while b < program.num_blocks:
@@ -259,7 +282,9 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
             )
         ends = {d: ends[d] for d in live}
         if extrapolate:
-            ref, state = _canonical(free, program.resources(b), ch, ends, live)
+            used = program.resources(b)
+            floor = floor_of(b) if floor_of is not None else used
+            ref, state = _canonical(free, used, ch, ends, live, floor)
             key = (program.block_sig(b), state)
             hit = seen.get(key)
             if hit is None:

@@ -73,6 +73,7 @@ VARIANTS: tuple[Variant, ...] = ("load_ref", "double_buffer", "prefetch", "resid
 MODES = ("load_ref", "double_buffer", "prefetch", "whole", "panel")
 STREAMING = ("load_ref", "double_buffer", "prefetch")
 LEGACY = ("load_ref", "double_buffer")
+CHUNK_MIN = 64  # tile-ops per block at least, when an output tile is cut into chunks
 STAGES = ("dma_in", "fetch", "gemm", "dma_out")
 DMA_IN, FETCH, GEMM, DMA_OUT = range(4)
 ENGINE_STREAMS = 3  # A loads, B loads, C stores
@@ -244,7 +245,7 @@ class GemmProgram:
         hbm = topo.hbm
         self.Mt, self.Kt, self.Nt = plan.Mt, plan.Kt, plan.Nt
         self.N = plan.tile_ops
-        self.num_blocks = plan.out_tiles
+        self.out_tiles = plan.out_tiles
         self.engines = (*(f"dma{e}" for e in range(topo.dma.engines)), "fetch", "pe")
         self.stages: tuple[str, ...] = STAGES
         self.channels = Channels(hbm.num_pcs, hbm.burst_ps)
@@ -293,6 +294,12 @@ class GemmProgram:
         if self.mode == "panel":
             self.cap_end += bu.b
         self.cap_row = 1 + max(bu.b, bu.c, -(-self.slots // kt))
+        # a deep K is cut into chunks of tile-ops, so that a long output tile can repeat
+        # (and be extrapolated) within itself; a chunk reaches back at most one chunk
+        reach = self.nbuf + self.slots + self.cout_delay + 2
+        self.chunk = kt if kt <= CHUNK_MIN else max(CHUNK_MIN, reach)
+        self.chunks = -(-kt // self.chunk)
+        self.num_blocks = self.out_tiles * self.chunks
 
     # buffers and SRAM ---------------------------------------------------------------------
     def _a_unit(self) -> int:
@@ -393,12 +400,12 @@ class GemmProgram:
         if self.mode == "whole":
             return 2
         if self.mode == "panel":
-            return min(self.buffers.a, self.Mt) + min(self.buffers.b, self.num_blocks)
+            return min(self.buffers.a, self.Mt) + min(self.buffers.b, self.out_tiles)
         return 2 * min(self.nbuf, self.N)
 
     def _couts_before(self, t: int) -> int:
         """DMA outs emitted at positions < t (t <= N)."""
-        return min(self.num_blocks, max(0, (t - self.cout_delay) // self.Kt))
+        return min(self.out_tiles, max(0, (t - self.cout_delay) // self.Kt))
 
     def _loads_before(self, t: int) -> int:
         """Loads emitted at positions < t, after the prologue."""
@@ -407,7 +414,7 @@ class GemmProgram:
         if self.mode == "panel":
             na, nb = self.buffers.a, self.buffers.b
             rows = min(max(0, t // self.RK), max(0, self.Mt - na))
-            cols = min(max(0, t // self.Kt), max(0, self.num_blocks - nb))
+            cols = min(max(0, t // self.Kt), max(0, self.out_tiles - nb))
             return rows + cols
         return 2 * max(0, min(t, self.N - self.nbuf))
 
@@ -421,7 +428,7 @@ class GemmProgram:
         return (t + 1) % self.RK == 0 and (t + 1) // self.RK - 1 + self.buffers.a < self.Mt
 
     def _b_point(self, t: int) -> bool:
-        return (t + 1) % self.Kt == 0 and (t + 1) // self.Kt - 1 + self.buffers.b < self.num_blocks
+        return (t + 1) % self.Kt == 0 and (t + 1) // self.Kt - 1 + self.buffers.b < self.out_tiles
 
     def _loads_at(self, t: int) -> int:
         if self.mode == "whole":
@@ -430,14 +437,20 @@ class GemmProgram:
             return int(self._a_point(t)) + int(self._b_point(t))
         return 2 if t + self.nbuf < self.N else 0
 
+    def span(self, b: int) -> tuple[int, int, int]:
+        """Block b: its output tile j and its positions [p0, p1) (a chunk of j's tile-ops)."""
+        j, c = divmod(b, self.chunks)
+        p0 = j * self.Kt + c * self.chunk
+        return j, p0, min(p0 + self.chunk, (j + 1) * self.Kt)
+
     def first_op(self, b: int) -> int:
-        return 0 if b == 0 else self._pos(b * self.Kt)
+        return 0 if b == 0 else self._pos(self.span(b)[1])
 
     def num_ops(self) -> int:
-        return self._pos(self.N) + self.num_blocks - self._couts_before(self.N)
+        return self._pos(self.N) + self.out_tiles - self._couts_before(self.N)
 
     def first_tile(self, b: int) -> int:
-        return b * self.Kt
+        return self.span(b)[1]
 
     def fetch_id(self, i: int) -> int:
         return self._pos(i)
@@ -461,7 +474,7 @@ class GemmProgram:
     def a_panel_id(self, r: int) -> int:
         na, nb = self.buffers.a, self.buffers.b
         if r < na:
-            return 0 if r == 0 else 1 + min(nb, self.num_blocks) + r - 1
+            return 0 if r == 0 else 1 + min(nb, self.out_tiles) + r - 1
         return self._pos((r - na + 1) * self.RK - 1) + 2
 
     def b_panel_id(self, q: int) -> int:
@@ -602,7 +615,8 @@ class GemmProgram:
 
     def _block(self, b: int, ops: list[Op], acc: list[Access] | None) -> None:
         p, Kt, mode, bu = self.plan, self.Kt, self.mode, self.buffers
-        mi = b // self.Nt
+        j_out, i0, i1 = self.span(b)
+        mi = j_out // self.Nt
         base = self.first_op(b) - len(ops)  # op id = base + index in ops
         if b == 0:
             if mode == "whole":
@@ -613,7 +627,7 @@ class GemmProgram:
                 self._copy(acc, self.b_base, self.sb, b_total)
             elif mode == "panel":
                 self._load_a_panel(ops, acc, 0)
-                for q in range(min(bu.b, self.num_blocks)):
+                for q in range(min(bu.b, self.out_tiles)):
                     self._load_b_panel(ops, acc, q)
                 for r in range(1, min(bu.a, self.Mt)):
                     self._load_a_panel(ops, acc, r)
@@ -621,17 +635,17 @@ class GemmProgram:
                 for i in range(min(self.nbuf, self.N)):
                     self._load_tile(ops, acc, i, -1)
         if mode == "panel":
-            src: tuple[int, ...] = (self.a_panel_id(mi), self.b_panel_id(b))
+            src: tuple[int, ...] = (self.a_panel_id(mi), self.b_panel_id(j_out))
         elif mode == "whole":
             src = (0, 1)
         fetch_bytes = p.a_bytes + p.b_bytes
-        c_dep = (~self.cout_id(b - bu.c),) if b >= bu.c else ()
-        c_range = (SRAM, self.sram_c(b), p.c_bytes)
-        i0 = b * Kt
+        c_dep = (~self.cout_id(j_out - bu.c),) if j_out >= bu.c else ()
+        c_range = (SRAM, self.sram_c(j_out), p.c_bytes)
+        k0 = j_out * Kt
         loads_here: dict[int, int] = {}  # tile-op -> id of its A load, emitted in this block
         gemms_here: list[int] = []
-        for ki in range(Kt):
-            t = i0 + ki
+        for t in range(i0, i1):
+            ki = t - k0
             if mode in STREAMING:
                 at = loads_here.get(t)
                 src = (at, at + 1) if at is not None else self.load_ids(t)
@@ -653,7 +667,7 @@ class GemmProgram:
                 pe = (PE, (t % self.slots) * fetch_bytes, fetch_bytes)
                 reads = ((SRAM, self.sram_a(t), p.a_bytes), (SRAM, self.sram_b(t), p.b_bytes))
                 acc.append(Access(FETCH_COPY, reads, (pe,)))
-                acc.append(Access(MAC, (pe, c_range) if ki else (pe,), (c_range,), chain=b))
+                acc.append(Access(MAC, (pe, c_range) if ki else (pe,), (c_range,), chain=j_out))
             if mode in STREAMING:
                 if t + self.nbuf < self.N:
                     loads_here[t + self.nbuf] = base + len(ops)
@@ -667,7 +681,7 @@ class GemmProgram:
             if jc > 0 and jc % Kt == 0:
                 self._dma_out(ops, acc, jc // Kt - 1)
         if b == self.num_blocks - 1:
-            for j in range(self._couts_before(self.N), self.num_blocks):
+            for j in range(self._couts_before(self.N), self.out_tiles):
                 self._dma_out(ops, acc, j)
 
     def live(self, b: int) -> dict[int, tuple[int, ...]]:
@@ -675,24 +689,28 @@ class GemmProgram:
         live: dict[int, tuple[int, ...]] = {}
         if b == 0:
             return live
-        i0, first = b * self.Kt, self.first_op(b)
-        mi = b // self.Nt
+        first = self.first_op(b)
+        jcur, i0, _ = self.span(b)
+        jn = -(-i0 // self.Kt)  # the first output tile that starts at or after i0
+        mi = jcur // self.Nt
         bu = self.buffers
         for i in range(max(0, i0 - self.slots), i0):  # PE operand slots
             live[self.gemm_id(i)] = (self.fetch_res,)
-        for j in range(max(0, b - bu.c), b):  # C buffers, freed at their DMA out's release
+        for j in range(max(0, jn - bu.c), jn):  # C buffers, freed at their DMA out's release
             if self.cout_id(j) < first:
                 live[~self.cout_id(j)] = (self.pe_res,)
-        for j in range(max(0, b - 1 - -(-self.cout_delay // self.Kt)), b):  # outs to come
-            if self.cout_id(j) >= first:
-                live[self.gemm_id((j + 1) * self.Kt - 1)] = (C_ENG,)
+        back = 2 + -(-self.cout_delay // self.Kt)
+        for j in range(max(0, jcur - back), min(self.out_tiles, jn + 1)):  # outs to come
+            last = self.gemm_id((j + 1) * self.Kt - 1)
+            if last < first <= self.cout_id(j):
+                live[last] = (C_ENG,)
         if self.mode == "whole":
             live[0] = live[1] = (self.fetch_res,)
         elif self.mode == "panel":
             for r in range(mi, min(self.Mt, mi + bu.a)):
                 if self.a_panel_id(r) < first:
                     live[self.a_panel_id(r)] = (self.fetch_res,)
-            for q in range(b, min(self.num_blocks, b + bu.b)):
+            for q in range(jcur, min(self.out_tiles, jcur + bu.b)):
                 if self.b_panel_id(q) < first:
                     live[self.b_panel_id(q)] = (self.fetch_res,)
         else:
@@ -703,11 +721,11 @@ class GemmProgram:
         return live
 
     def resources(self, b: int) -> tuple[int, ...]:
-        i0 = b * self.Kt
+        i0 = self.span(b)[1]
         if self.mode == "whole":
             loads = b == 0
         elif self.mode == "panel":
-            last_b = (self.num_blocks - self.buffers.b) * self.Kt - 1
+            last_b = (self.out_tiles - self.buffers.b) * self.Kt - 1
             last_a = (self.Mt - self.buffers.a) * self.RK - 1
             if b == 0 or (i0 <= last_a and i0 <= last_b):
                 return (A_ENG, B_ENG, C_ENG, self.fetch_res, self.pe_res)
@@ -722,18 +740,28 @@ class GemmProgram:
             return (A_ENG, B_ENG, C_ENG, self.fetch_res, self.pe_res)
         return (C_ENG, self.fetch_res, self.pe_res)
 
+    def floor_resources(self, b: int) -> tuple[int, ...]:
+        """Every DMA depends on a fetch or a tile-op (or a live one it consumes)."""
+        return (self.fetch_res, self.pe_res)
+
     def block_sig(self, b: int) -> Hashable:
-        mi, ni = divmod(b, self.Nt)
+        j, p0, p1 = self.span(b)
+        c = (p0 - j * self.Kt) // self.chunk
+        mi, ni = divmod(j, self.Nt)
+        ki0 = p0 - j * self.Kt
         s = self.stripe
         sig: tuple[object, ...] = (
-            min(b, self.cap_start),
-            min(self.num_blocks - 1 - b, self.cap_end),
-            self.a_addr(mi, 0) % s,
-            self.b_addr(0, ni) % s,
-            self.c_addr(b) % s,
+            min(j, self.cap_start),
+            min(self.out_tiles - 1 - j, self.cap_end),
+            min(c, 2),
+            min(self.chunks - 1 - c, 2),
+            p1 - p0,
+            self.a_addr(mi, ki0) % s,
+            self.b_addr(ki0, ni) % s,
+            self.c_addr(j) % s,
         )
         if self.mode == "panel":
-            ahead = (b + self.buffers.b) % self.Nt
+            ahead = (j + self.buffers.b) % self.Nt
             sig += (
                 min(ni, self.cap_row),
                 ni == self.Nt - 1,
@@ -742,7 +770,7 @@ class GemmProgram:
                 self.a_addr(min(self.Mt - 1, mi + self.buffers.a), 0) % s,
             )
         elif self.mode in STREAMING:
-            ahead = b + -(-self.nbuf // self.Kt)
+            ahead = j + -(-self.nbuf // self.Kt)
             sig += (self.a_addr(ahead // self.Nt, 0) % s, self.b_addr(0, ahead % self.Nt) % s)
         return sig
 

@@ -50,12 +50,30 @@ def busy_ps(start: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> int:
 def held_end(run: GemmRun) -> npt.NDArray[np.int64]:
     """When each record's engine is free again: DMA after setup, PE after T, fetch at end."""
     log, prog = run.log, run.program
-    held = log.end.copy()
-    dma = log.engine < prog.fetch_res
-    held[dma] = log.start[dma] + prog.setup
-    pe = log.engine == prog.pe_res
-    held[pe] = log.start[pe] + prog.T
+    return _held(log.engine, log.start, log.end, prog.fetch_res, prog.pe_res, prog.setup, prog.T)
+
+
+def _held(
+    engine: npt.NDArray[np.int16],
+    start: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    fetch_res: int,
+    pe_res: int,
+    setup: int,
+    t: int,
+) -> npt.NDArray[np.int64]:
+    held = end.copy()
+    dma = engine < fetch_res
+    held[dma] = start[dma] + setup
+    pe = engine == pe_res
+    held[pe] = start[pe] + t
     return held
+
+
+def _union_of(parts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]) -> int:
+    if len(parts) == 1:
+        return busy_ps(*parts[0])
+    return busy_ps(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
 
 def stage_engine_table(log: OpLog) -> dict[tuple[str, str], tuple[int, int]]:
@@ -71,21 +89,42 @@ def stage_engine_table(log: OpLog) -> dict[tuple[str, str], tuple[int, int]]:
 
 
 def gemm_metrics(run: GemmRun) -> dict[str, float]:
-    """The flat metric dict of one GEMM run (names carry their units)."""
+    """The flat metric dict of one GEMM run (names carry their units).
+
+    Records are grouped by engine once (a stable radix sort of int16 codes); an engine
+    serves in order, so its records are already in time order and need no further sort.
+    """
     log, prog = run.log, run.program
     plan, topo = prog.plan, prog.topo
-    window = max(log.makespan_ps - int(log.start.min()), 1)
-    held = held_end(run)
-    gemm = log.stage == log.stages.index("gemm")
-    pe_window = int(log.end[gemm].max() - log.start[gemm].min())
-    issued_macs = int(log.macs[gemm].sum())
+    order = np.argsort(log.engine, kind="stable")
+    engine = log.engine[order]
+    start, end, nbytes = log.start[order], log.end[order], log.nbytes[order]
+    stage_of = log.stage[order]
+    held = _held(engine, start, end, prog.fetch_res, prog.pe_res, prog.setup, prog.T)
+    bounds = np.r_[0, np.cumsum(np.bincount(engine, minlength=len(log.engines)))]
+    window = max(log.makespan_ps - int(start.min()), 1)
+    spans: dict[int, slice] = {}
+    stages: dict[int, list[int]] = {}
+    for e_i in range(len(log.engines)):
+        lo, hi = int(bounds[e_i]), int(bounds[e_i + 1])
+        if hi > lo:
+            st = int(stage_of[lo])
+            if bool(np.any(stage_of[lo:hi] != st)):
+                raise ValueError(f"engine {log.engines[e_i]} serves more than one stage")
+            spans[e_i] = slice(lo, hi)
+            stages.setdefault(st, []).append(e_i)
+    pe = spans[prog.pe_res]
+    pe_window = int(end[pe].max() - start[pe].min())
+    issued_macs = int(log.macs[order][pe].sum())
     real_macs = plan.shape.macs
-    dma_in = log.stage == log.stages.index("dma_in")
-    dma_out = log.stage == log.stages.index("dma_out")
-    hbm_read = int(log.nbytes[dma_in].sum())
-    hbm_write = int(log.nbytes[dma_out].sum())
-    dma = dma_in | dma_out
-    bursts = int((-(-log.nbytes[dma] // topo.hbm.burst_bytes)).sum())
+
+    def stage_bytes(name: str) -> int:
+        s_i = log.stages.index(name)
+        return int(sum(int(nbytes[spans[e]].sum()) for e in stages.get(s_i, [])))
+
+    hbm_read, hbm_write = stage_bytes("dma_in"), stage_bytes("dma_out")
+    dma = np.concatenate([nbytes[spans[e]] for e in spans if e < prog.fetch_res])
+    bursts = int((-(-dma // topo.hbm.burst_bytes)).sum())
     latency_ns = log.makespan_ps / PS
     peak = topo.pe.peak_macs_per_ns
     moved = hbm_read + hbm_write
@@ -113,20 +152,28 @@ def gemm_metrics(run: GemmRun) -> dict[str, float]:
         "buffers_c": prog.buffers.c,
     }
     for s_i, stage in enumerate(log.stages):
-        sel = log.stage == s_i
-        busy = busy_ps(log.start[sel], held[sel])
+        engines = stages.get(s_i, [])
+        per: dict[int, tuple[int, int]] = {}
+        for e_i in engines:
+            sl = spans[e_i]
+            busy = int((held[sl] - start[sl]).sum())  # an engine holds one op at a time
+            per[e_i] = (busy, busy_ps(start[sl], end[sl]))
+        if len(engines) == 1:
+            busy, inflight = per[engines[0]]
+        else:
+            busy = _union_of([(start[spans[e]], held[spans[e]]) for e in engines])
+            inflight = _union_of([(start[spans[e]], end[spans[e]]) for e in engines])
         m[f"{stage}.busy_ns"] = busy / PS
-        m[f"{stage}.inflight_ns"] = busy_ps(log.start[sel], log.end[sel]) / PS
+        m[f"{stage}.inflight_ns"] = inflight / PS
         m[f"{stage}.occupancy"] = busy / window
-        m[f"{stage}.records"] = int(sel.sum())
-        for e_i in np.flatnonzero(np.bincount(log.engine[sel], minlength=len(log.engines))):
-            one = sel & (log.engine == e_i)
-            name = f"{stage}.{log.engines[int(e_i)]}"
-            busy = int((held[one] - log.start[one]).sum())  # an engine holds one op at a time
+        m[f"{stage}.records"] = sum(spans[e].stop - spans[e].start for e in engines)
+        for e_i in engines:
+            name = f"{stage}.{log.engines[e_i]}"
+            busy, inflight = per[e_i]
             m[f"{name}.busy_ns"] = busy / PS
-            m[f"{name}.inflight_ns"] = busy_ps(log.start[one], log.end[one]) / PS
+            m[f"{name}.inflight_ns"] = inflight / PS
             m[f"{name}.occupancy"] = busy / window
-            m[f"{name}.records"] = int(one.sum())
+            m[f"{name}.records"] = spans[e_i].stop - spans[e_i].start
     model = gemm_model(plan.shape, prog.variant, topo)
     m["model_latency_ns"] = model.ideal_ps / PS
     m["model_mac_util"] = model.mac_util

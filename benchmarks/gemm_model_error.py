@@ -2,6 +2,8 @@
 
     python benchmarks/gemm_model_error.py            # 10,000 shapes, dims 1..2048
     python benchmarks/gemm_model_error.py 500 --seed 3
+    python benchmarks/gemm_model_error.py --rows rows.jsonl   # also keep every row (resumable:
+    python benchmarks/gemm_model_error.py --summarize rows.jsonl    # print the table of a file)
 
 For every shape and every variant it simulates the GEMM on npu-1h, evaluates the
 steady-state model (``gemm_model(...).ideal_ps``) and the strict lower bound
@@ -13,11 +15,14 @@ beaten (must be 0). Targets (issue 11): geomean within 2 %, max within 10 %.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import math
 import random
 import sys
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from sim import load_topology
 from sim.kernels.gemm import VARIANTS, GemmShape, run_gemm
@@ -45,15 +50,41 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-dim", type=int, default=2048)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--rows", help="append every row to this JSON-lines file; skip done shapes")
+    ap.add_argument("--summarize", help="only print the table of a rows file")
     args = ap.parse_args(argv)
+    if args.summarize:
+        rows = _read(Path(args.summarize))
+        report(rows, f"{len(rows) // len(VARIANTS)} shapes from {args.summarize}")
+        return
     rng = random.Random(args.seed)
     dims = [tuple(rng.randint(1, args.max_dim) for _ in range(3)) for _ in range(args.shapes)]
-    by_variant: dict[str, list[Row]] = defaultdict(list)
-    with ProcessPoolExecutor(args.workers) as pool:
+    rows_all: list[Row] = []
+    if args.rows and Path(args.rows).exists():
+        rows_all = _read(Path(args.rows))
+        seen = {r[1] for r in rows_all}
+        dims = [d for d in dims if "x".join(map(str, d)) not in seen]
+    with ProcessPoolExecutor(args.workers) as pool, contextlib.ExitStack() as stack:
+        out = stack.enter_context(Path(args.rows).open("a")) if args.rows else None
         for rows in pool.map(_one, dims, chunksize=16):
-            for row in rows:
-                by_variant[row[0]].append(row)
-    print(f"{args.shapes} random shapes, dims 1..{args.max_dim}, seed {args.seed}, npu-1h")
+            rows_all.extend(rows)
+            if out:
+                out.write("".join(json.dumps(r) + "\n" for r in rows))
+                out.flush()
+    what = f"{args.shapes} random shapes, dims 1..{args.max_dim}, seed {args.seed}, npu-1h"
+    report(rows_all, what)
+
+
+def _read(path: Path) -> list[Row]:
+    with path.open() as f:
+        return [tuple(json.loads(line)) for line in f]  # type: ignore[misc]
+
+
+def report(all_rows: list[Row], what: str) -> None:
+    by_variant: dict[str, list[Row]] = defaultdict(list)
+    for row in all_rows:
+        by_variant[row[0]].append(row)
+    print(what)
     print(
         f"{'variant':>14} {'n':>6} {'geomean':>8} {'min':>7} {'max':>7} {'|err|>2%':>9} "
         f"{'bound beaten':>12}"

@@ -6,8 +6,10 @@
 
 Each config runs in its own subprocess, so its time is cold (fresh memory) and its peak
 RSS its own: ``sim s`` is ``run_gemm`` (simulation and op log), ``metrics s`` is
-``gemm_metrics``, ``us/tile-op`` is their sum per tile-op. A config whose op log would not
-fit ``--max-log-gib`` (54 bytes per record) is listed, not run. Targets on a 2-core machine
+``gemm_metrics``, ``us/tile-op`` is their sum per tile-op (wall time); the ``cpu``
+columns are the same in process CPU time, which a busy shared machine disturbs less. A
+config whose op log would not fit ``--max-log-gib`` (54 bytes per record) is listed, not
+run. Targets on a 2-core machine
 (issue 11): <= 0.5 us per tile-op; 8192^3 < 3 s cold and < 1 GiB; 16384^3 < 30 s and
 < 4 GiB; metrics <= 0.5x the simulation.
 """
@@ -38,15 +40,16 @@ from sim.kernels.gemm import run_gemm
 from sim.analysis import gemm_metrics
 topo = load_topology()
 shape, variant = sys.argv[1], sys.argv[2]
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 run = run_gemm(shape, variant, topo)
-sim_s = time.perf_counter() - t
-t = time.perf_counter()
+sim_s, sim_cpu = time.perf_counter() - t, time.process_time() - c
+t, c = time.perf_counter(), time.process_time()
 gemm_metrics(run)
-metrics_s = time.perf_counter() - t
+metrics_s, metrics_cpu = time.perf_counter() - t, time.process_time() - c
 print(json.dumps({
     "tile_ops": run.program.plan.tile_ops, "records": len(run.log), "sim_s": sim_s,
-    "metrics_s": metrics_s, "mode": run.program.mode,
+    "metrics_s": metrics_s, "mode": run.program.mode, "sim_cpu": sim_cpu,
+    "metrics_cpu": metrics_cpu,
     "filled": run.log.meta["extrapolated_blocks"] / run.program.num_blocks,
     "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))
@@ -76,7 +79,8 @@ def main(argv: list[str]) -> None:
     args = ap.parse_args(argv)
     print(
         f"{'shape':>18} {'variant':>14} {'mode':>13} {'tile-ops':>10} {'records':>10} "
-        f"{'sim s':>7} {'metrics s':>9} {'us/tile-op':>10} {'RSS MiB':>8} {'filled':>7}"
+        f"{'sim s':>7} {'metrics s':>9} {'us/tile-op':>10} {'cpu s':>6} {'cpu met':>7} "
+        f"{'cpu us/op':>9} {'RSS MiB':>8} {'filled':>7}"
     )
     for shape in args.shapes:
         for variant in VARIANTS:
@@ -91,9 +95,12 @@ def main(argv: list[str]) -> None:
             r = _child(CHILD, shape, variant)
             sim_s, metrics_s = float(r["sim_s"]), float(r["metrics_s"])
             per = 1e6 * (sim_s + metrics_s) / float(r["tile_ops"])
+            cpu, cpu_m = float(r["sim_cpu"]), float(r["metrics_cpu"])
+            cpu_per = 1e6 * (cpu + cpu_m) / float(r["tile_ops"])
             print(
                 f"{shape:>18} {variant:>14} {r['mode']:>13} {r['tile_ops']:>10} "
                 f"{r['records']:>10} {sim_s:>7.2f} {metrics_s:>9.2f} {per:>10.3f} "
+                f"{cpu:>6.2f} {cpu_m:>7.2f} {cpu_per:>9.3f} "
                 f"{float(r['rss_mib']):>8.0f} {100 * float(r['filled']):>6.0f}%"
             )
 

@@ -1,22 +1,37 @@
-"""How fast is the GEMM simulator? Prints wall time, tile-ops/s and peak RSS per config.
+"""How fast is the GEMM simulator? The stress table of issue 11, one fresh process per config.
 
-    python benchmarks/sim_speed.py            # 512^3 .. 4096^3, every variant
-    python benchmarks/sim_speed.py 8192x1024x8192
+    python benchmarks/sim_speed.py                 # the stress shapes, every variant
+    python benchmarks/sim_speed.py 512x512x512 4096x4096x4096
+    python benchmarks/sim_speed.py --max-log-gib 4  # skip configs whose op log is larger
 
-Each config runs in a fresh subprocess so its peak RSS is its own; wall time is the best
-of three runs of ``run_gemm`` (the simulation, op log included) is shown next to the
-worst (usually the first, which pays for touching fresh memory). Targets on a 2-core
-machine (issue 2): 512^3 under 20 ms; 4096^3 under 1 s and 1 GiB in every variant.
+Each config runs in its own subprocess, so its time is cold (fresh memory) and its peak
+RSS its own: ``sim s`` is ``run_gemm`` (simulation and op log), ``metrics s`` is
+``gemm_metrics``, ``us/tile-op`` is their sum per tile-op (wall time); the ``cpu``
+columns are the same in process CPU time, which a busy shared machine disturbs less. A
+config whose op log would not fit ``--max-log-gib`` (54 bytes per record) is listed, not
+run. Targets on a 2-core machine
+(issue 11): <= 0.5 us per tile-op; 8192^3 < 3 s cold and < 1 GiB; 16384^3 < 30 s and
+< 4 GiB; metrics <= 0.5x the simulation.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
 
-SHAPES = ["512x512x512", "1024x1024x1024", "2048x2048x2048", "4096x4096x4096"]
-VARIANTS = ["load_ref", "double_buffer", "resident"]
+STRESS = [
+    "100x8000x64000",
+    "128x1048576x128",
+    "16x65536x16",
+    "4096x64x4096",
+    "1000x3000x700",
+    "8192x8192x8192",
+    "16384x16384x16384",
+]
+VARIANTS = ["load_ref", "double_buffer", "prefetch", "resident"]
+RECORD_BYTES = 54  # 3 int16 + 6 int64 columns
 
 CHILD = """
 import json, resource, sys, time
@@ -25,64 +40,70 @@ from sim.kernels.gemm import run_gemm
 from sim.analysis import gemm_metrics
 topo = load_topology()
 shape, variant = sys.argv[1], sys.argv[2]
-times = []
-for _ in range(3):
-    t = time.perf_counter()
-    run = run_gemm(shape, variant, topo)
-    times.append(time.perf_counter() - t)
-    del run
+t, c = time.perf_counter(), time.process_time()
 run = run_gemm(shape, variant, topo)
-t = time.perf_counter()
+sim_s, sim_cpu = time.perf_counter() - t, time.process_time() - c
+t, c = time.perf_counter(), time.process_time()
 gemm_metrics(run)
-metrics_s = time.perf_counter() - t
+metrics_s, metrics_cpu = time.perf_counter() - t, time.process_time() - c
 print(json.dumps({
-    "tile_ops": run.program.plan.tile_ops, "records": len(run.log),
-    "wall_s": max(times), "best_s": min(times),
-    "metrics_s": metrics_s, "latency_us": run.latency_ps / 1e6, "mode": run.program.mode,
-    "extrapolated": run.log.meta["extrapolated_blocks"], "blocks": run.program.num_blocks,
+    "tile_ops": run.program.plan.tile_ops, "records": len(run.log), "sim_s": sim_s,
+    "metrics_s": metrics_s, "mode": run.program.mode, "sim_cpu": sim_cpu,
+    "metrics_cpu": metrics_cpu,
+    "filled": run.log.meta["extrapolated_blocks"] / run.program.num_blocks,
     "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))
 """
 
+PLAN = """
+import json, sys
+from sim import load_topology
+from sim.kernels.gemm import GemmProgram, GemmShape
+p = GemmProgram(GemmShape.parse(sys.argv[1]), sys.argv[2], load_topology())
+print(json.dumps({"tile_ops": p.plan.tile_ops, "ops": p.num_ops(), "mode": p.mode}))
+"""
 
-def main(shapes: list[str]) -> None:
-    idle = json.loads(
-        subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "import json, resource, numpy, sim.kernels.gemm;"
-                "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))",
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
+
+def _child(code: str, *args: str) -> dict[str, float | str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], check=True, capture_output=True, text=True
+    ).stdout
+    result: dict[str, float | str] = json.loads(out)
+    return result
+
+
+def main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("shapes", nargs="*", default=STRESS)
+    ap.add_argument("--max-log-gib", type=float, default=8.0)
+    args = ap.parse_args(argv)
+    print(
+        f"{'shape':>18} {'variant':>14} {'mode':>13} {'tile-ops':>10} {'records':>10} "
+        f"{'sim s':>7} {'metrics s':>9} {'us/tile-op':>10} {'cpu s':>6} {'cpu met':>7} "
+        f"{'cpu us/op':>9} {'RSS MiB':>8} {'filled':>7}"
     )
-    print(f"python + numpy + sim imported: {idle:.0f} MiB RSS")
-    head = (
-        f"{'shape':>16} {'variant':>14} {'mode':>8} {'tile-ops':>10} {'records':>9} "
-        f"{'worst ms':>9} {'best ms':>8} {'tile-ops/s':>11} {'metrics ms':>10} {'RSS MiB':>8} "
-        f"{'filled':>7} {'sim us':>12}"
-    )
-    print(head)
-    for shape in shapes:
+    for shape in args.shapes:
         for variant in VARIANTS:
-            out = subprocess.run(
-                [sys.executable, "-c", CHILD, shape, variant],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            r = json.loads(out)
-            filled = f"{100 * r['extrapolated'] / r['blocks']:.0f}%"
+            plan = _child(PLAN, shape, variant)
+            log_gib = float(plan["ops"]) * RECORD_BYTES / 2**30
+            if log_gib > args.max_log_gib:
+                print(
+                    f"{shape:>18} {variant:>14} {plan['mode']:>13} {plan['tile_ops']:>10} "
+                    f"{plan['ops']:>10}  not run: its op log alone is {log_gib:.1f} GiB"
+                )
+                continue
+            r = _child(CHILD, shape, variant)
+            sim_s, metrics_s = float(r["sim_s"]), float(r["metrics_s"])
+            per = 1e6 * (sim_s + metrics_s) / float(r["tile_ops"])
+            cpu, cpu_m = float(r["sim_cpu"]), float(r["metrics_cpu"])
+            cpu_per = 1e6 * (cpu + cpu_m) / float(r["tile_ops"])
             print(
-                f"{shape:>16} {variant:>14} {r['mode']:>8} {r['tile_ops']:>10} "
-                f"{r['records']:>9} {1000 * r['wall_s']:>9.1f} {1000 * r['best_s']:>8.1f} "
-                f"{r['tile_ops'] / r['wall_s']:>11.3g} {1000 * r['metrics_s']:>10.1f} "
-                f"{r['rss_mib']:>8.0f} {filled:>7} {r['latency_us']:>12.1f}"
+                f"{shape:>18} {variant:>14} {r['mode']:>13} {r['tile_ops']:>10} "
+                f"{r['records']:>10} {sim_s:>7.2f} {metrics_s:>9.2f} {per:>10.3f} "
+                f"{cpu:>6.2f} {cpu_m:>7.2f} {cpu_per:>9.3f} "
+                f"{float(r['rss_mib']):>8.0f} {100 * float(r['filled']):>6.0f}%"
             )
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or SHAPES)
+    main(sys.argv[1:])

@@ -9,6 +9,10 @@ Hardware semantics (docs/adr/0001-simulator-semantics.md):
   pseudo-channels, each channel serving its bursts back to back at ``burst_ps`` each,
   in program order; the transfer ends ``latency`` after its last burst. Concurrent
   transfers therefore contend channel by channel.
+* A DMA operation has two times: its ``end`` (the data has landed) and its *release*
+  (its last burst has been served: every byte has left its source). A dependency
+  ``~d`` (``-d - 1``) waits for the release of DMA op ``d``; a plain ``d`` for its end.
+  A buffer a DMA out reads is free again at the release, not when the HBM write lands.
 * A SERVE operation (fetch) holds its resource for ``dur``.
 * A PIPE operation (a PE tile-op) holds the issue slot for ``dur`` (T) and ends ``lat``
   (D*T) after it issued.
@@ -34,9 +38,17 @@ from sim.limits import MAX_TIME_PS  # one definition of the int64-ps ceiling
 from sim.oplog import COLUMNS, DTYPES, OpLog
 
 __all__ = [
+    "COPY",
     "DMA",
+    "FETCH_COPY",
+    "HBM",
+    "MAC",
+    "PE",
     "PIPE",
     "SERVE",
+    "SPACES",
+    "SRAM",
+    "Access",
     "BlockProgram",
     "Channels",
     "Op",
@@ -53,8 +65,32 @@ class SimulationError(NpuSimError, RuntimeError):
     """The program cannot be timed: a deadlock, a runaway, or a malformed program."""
 
 
+#: address spaces and access kinds of :class:`Access` (what the data checker replays)
+HBM, SRAM, PE = 0, 1, 2
+SPACES = ("hbm", "sram", "pe")
+COPY, FETCH_COPY, MAC = 0, 1, 2
+
+
+class Access(NamedTuple):
+    """The data one operation moves, beside its :class:`Op` (never read by the timing loop).
+
+    ``reads`` and ``writes`` are ``(space, address, nbytes)`` ranges. ``COPY`` copies the
+    bytes of its one read range to its one write range (a DMA); ``FETCH_COPY`` concatenates
+    its read ranges into its write range (SRAM -> PE operand slot); ``MAC`` multiplies the
+    A and B tiles of its first read range and writes (or, when it also reads the write
+    range, accumulates into) its write range. Consecutive MACs with the same ``chain``
+    accumulate in the PE pipeline in issue order.
+    """
+
+    kind: int
+    reads: tuple[tuple[int, int, int], ...]
+    writes: tuple[tuple[int, int, int], ...]
+    chain: int = -1
+
+
 class Op(NamedTuple):
-    """One engine operation. ``deps`` are program-order ids of earlier operations."""
+    """One engine operation. ``deps`` are program-order ids of earlier operations
+    (``~d`` for the release of DMA op ``d``, see the module docstring)."""
 
     kind: int
     res: int
@@ -99,7 +135,13 @@ class BlockProgram(Protocol):
         ...
 
     def resources(self, b: int) -> tuple[int, ...]:
-        """Resources that blocks ``>= b`` use (a superset is safe, only slower)."""
+        """Resources that blocks ``>= b`` use (a superset is safe, only slower).
+
+        A program may also define ``floor_resources(b)``: a subset of them such that
+        every later operation on another resource depends on a later operation on one
+        of them or on a live operation it consumes (default: all of ``resources(b)``).
+        It lets a rarely used engine's stale free time drop out of the state.
+        """
         ...
 
 
@@ -185,20 +227,36 @@ def _canonical(
     ch: list[int],
     ends: dict[int, int],
     live: dict[int, tuple[int, ...]],
+    floor: tuple[int, ...],
 ) -> tuple[int, tuple[int, ...]]:
     """The machine state relative to a floor that no future operation can start before.
 
-    Every operation holds a resource, so it starts no earlier than the least resource
-    free time; values below that floor are equivalent to it. A pending end time matters
-    only above the free time of the resources its consumers use.
+    Every operation on a ``floor`` resource starts no earlier than that resource's free
+    time, so ``ref`` (the least of them) bounds them; an operation on any other used
+    resource depends on a later floor operation or on a live one it consumes, so it
+    starts no earlier than ``min(ref, those live ends)``. Values below such a bound are
+    equivalent to it. A pending end time matters only above the free time of the
+    resources its consumers use.
     """
-    ref = min(free[r] for r in used)
-    state = [free[r] - ref for r in used]
-    state += [(c - ref if c > ref else 0) for c in ch]
+    ref = min(free[r] for r in floor)
+    bound: dict[int, int] = {}
+    for op_id, consumers in live.items():
+        for r in consumers:
+            if r not in floor:
+                e = ends[op_id]
+                bound[r] = e if e < bound.get(r, ref) else bound.get(r, ref)
+    lo = min(bound.values(), default=ref)
+    lo = lo if lo < ref else ref
+    state = []
+    for r in used:
+        f = free[r]
+        b = bound.get(r, ref)
+        state.append((f if f > b else b) - ref)
+    state += [(c if c > lo else lo) - ref for c in ch]
     for op_id in sorted(live):
-        floor = min(free[r] for r in live[op_id])
+        low = min(free[r] for r in live[op_id])
         e = ends[op_id]
-        state.append((e if e > floor else floor) - ref)
+        state.append((e if e > low else low) - ref)
     return ref, tuple(state)
 
 
@@ -211,6 +269,7 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
     ends: dict[int, int] = {}
     cols = _Writer(program.num_ops())
     seen: dict[Hashable, tuple[int, int, int]] = {}
+    floor_of = getattr(program, "floor_resources", None)
     extrapolated_blocks = 0
     b = 0
     while b < program.num_blocks:
@@ -224,7 +283,9 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
             )
         ends = {d: ends[d] for d in live}
         if extrapolate:
-            ref, state = _canonical(free, program.resources(b), ch, ends, live)
+            used = program.resources(b)
+            floor = floor_of(b) if floor_of is not None else used
+            ref, state = _canonical(free, used, ch, ends, live, floor)
             key = (program.block_sig(b), state)
             hit = seen.get(key)
             if hit is None:
@@ -238,7 +299,9 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
                     free = [f + lam for f in free]
                     ch = [c + lam for c in ch]
                     # the live ops at the new boundary play the roles of those at b, in order
-                    new_live = sorted(program.live(b)) if b < program.num_blocks else []
+                    if b >= program.num_blocks:
+                        break
+                    new_live = sorted(program.live(b))
                     if len(new_live) != len(ends):
                         raise SimulationError(
                             f"block {b}: live set does not repeat with the period"
@@ -299,6 +362,7 @@ def _run_block(
                 if s > last:
                     last = s
             end = last + lat
+            ends[~op_id] = last
         elif kind == SERVE:
             end = start + dur
             free[res] = end
@@ -355,11 +419,13 @@ def simulate_reference(
     limit = max_events if max_events is not None else 64 * n + 1024
     waiting = [len(set(op.deps)) for op in ops]
     dependents: list[list[int]] = [[] for _ in range(n)]
+    on_release: list[list[int]] = [[] for _ in range(n)]
     for i, op in enumerate(ops):
         for d in set(op.deps):
-            if not 0 <= d < n:
+            target = ~d if d < 0 else d
+            if not 0 <= target < n or (d < 0 and ops[target].kind != DMA):
                 raise SimulationError(f"op {i} depends on op {d}, which does not exist")
-            dependents[d].append(i)
+            (on_release if d < 0 else dependents)[target].append(i)
     queue: list[list[int]] = [[] for _ in engines]
     chan_queue: list[list[tuple[int, int]]] = [[] for _ in range(channels.count)]
     for i, op in enumerate(ops):
@@ -443,10 +509,12 @@ def simulate_reference(
             bursts_left[i] -= 1
             if bursts_left[i] == 0:
                 at(last_burst[i] + ops[i].lat, "done", i)
+                at(last_burst[i], "release", i)
             try_channel(who, now)
-        else:  # done
-            end[who] = now
-            for j in dependents[who]:
+        else:  # done, or released (the bytes have left the source)
+            if what == "done":
+                end[who] = now
+            for j in dependents[who] if what == "done" else on_release[who]:
                 waiting[j] -= 1
                 if waiting[j] == 0:
                     at(now, "ready", j)

@@ -1,22 +1,34 @@
-"""Analytic models: GEMM ideal-pipeline latency, utilisation and roofline bounds (here), and the
+"""Analytic models: GEMM steady-state pipeline latency and lower bounds (here), and the
 collectives' alpha-beta-gamma models (``sim.collective_model``, re-exported here).
 
 Every constant comes from the :class:`~sim.topology.Topology` the simulator also reads
 (the predecessor copied ``HBM_GBS = 256.0``, ``T_STAGE = 16.0``, ``D_STAGES = 3`` and
 ``BPE = 2`` into its model; here they are ``topo.hbm.bw``, ``topo.pe.stage_ps``,
-``topo.pe.pipeline_stages`` and ``topo.bpe``).
+``topo.pe.pipeline_stages`` and ``topo.bpe``), and the program's buffer counts from the
+same :class:`~sim.kernels.gemm.GemmProgram` the simulator runs.
 
-The ideal pipeline of a variant is ``fill + (N - 1) * II + drain`` for N tile-ops, where
-the initiation interval II is the slowest of its recurrences with no contention between
-tile-ops. It is exact where nothing contends (one tile-op; a compute-bound resident GEMM)
-and optimistic elsewhere. The roofline bounds are true lower bounds for every variant:
-the PE cannot issue faster than one tile-op per T, and HBM cannot move the variant's
-bytes faster than its aggregate bandwidth.
+**The pipeline model** (``ideal_ps``) is ``fill + (N - 1) * II + drain`` for N tile-ops:
+``fill`` is the first tile-op's data landing and being fetched, ``drain`` its issue to
+retire plus the last write-back. The initiation interval II is the slowest recurrence of
+the program (docs/adr/0006):
+
+* a resource's work per tile-op: PE issue ``T``, fetch, each DMA engine's setup, and the
+  HBM channels' share of the bytes the variant moves;
+* a buffer ring: ``n`` buffers cycle through *load (setup + transfer + latency) -> the
+  reads of its consumer -> release*, so ``n`` consumers take at least one cycle: operand
+  tiles (``load_ref``/``double_buffer``/``prefetch``), A row and B column panels
+  (``panel``), the C buffers (freed when their DMA out has read them, not when the write
+  lands), and the PE operand slots.
+
+**The lower bound** (``lower_bound_ps``, reported as ``bound_ns``) is what no schedule can
+beat: the PE issues N tile-ops at most one per T after the first data can have arrived,
+and HBM cannot move the variant's bytes faster than its aggregate bandwidth.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from sim.collective_model import lower_bounds_ps, textbook_ps
 from sim.collective_model import model as collective_model
@@ -29,6 +41,7 @@ __all__ = [
     "collective_model",
     "gemm_model",
     "lower_bounds_ps",
+    "model_hbm_bytes",
     "roofline_tflops",
     "textbook_ps",
 ]
@@ -38,14 +51,16 @@ __all__ = [
 class GemmModel:
     ideal_ps: int
     ii_ps: float
-    mac_util: float
+    limiter: str  # the recurrence that sets II
+    mac_util: float  # useful MACs / (peak x ideal latency)
     compute_bound_ps: int
     hbm_bound_ps: int
+    path_bound_ps: int
     hbm_bytes: int
 
     @property
     def lower_bound_ps(self) -> int:
-        return max(self.compute_bound_ps, self.hbm_bound_ps)
+        return max(self.compute_bound_ps, self.hbm_bound_ps, self.path_bound_ps)
 
 
 def _burst_time(prog: GemmProgram, transfers: list[tuple[int, int]]) -> int:
@@ -68,43 +83,93 @@ def model_hbm_bytes(prog: GemmProgram) -> int:
     return p.tile_ops * (p.a_bytes + p.b_bytes) + out
 
 
+def _recurrences(prog: GemmProgram) -> dict[str, float]:
+    """Lower limits on the initiation interval, one per recurrence of the program."""
+    p, bu = prog.plan, prog.buffers
+    n, kt = p.tile_ops, prog.Kt
+    setup, lat, f, t = prog.setup, prog.lat, prog.fetch_ps, prog.T
+    hbm = prog.topo.hbm
+    out_xfer = _burst_time(prog, [(prog.c_addr(0), p.c_bytes)])
+    per_op = Fraction(model_hbm_bytes(prog) - _staged_bytes(prog), n)
+    ii: dict[str, float] = {
+        "pe": t,
+        "fetch": f,
+        "dma out engine": setup / kt,
+        "hbm": float(per_op * 1000 / hbm.bw),
+        "pe operand slots": (f + prog.retire) / prog.slots,
+    }
+    # C buffers: first issue of j -> ... -> last retire -> DMA out released -> issue of j + c
+    ring = bu.c * kt - kt + 1
+    ii["c buffers"] = (prog.retire + setup + out_xfer) / ring
+    if prog.mode in ("load_ref", "double_buffer", "prefetch"):
+        xfer = _burst_time(prog, [(prog.a_addr(0, 0), p.a_bytes), (prog.b_addr(0, 0), p.b_bytes)])
+        ii["operand buffers"] = (setup + xfer + lat + f) / prog.nbuf
+        ii["dma in engines"] = setup
+    elif prog.mode == "panel":
+        pa, pb = kt * p.a_bytes, kt * p.b_bytes
+        sb = setup + _burst_time(prog, [(prog.b_addr(0, 0), pb)]) + lat
+        sa = setup + _burst_time(prog, [(prog.a_addr(0, 0), pa)]) + lat
+        # a ring of n panel buffers, each held for its load and its consumers at full pace
+        pace = max(f, t)
+        ii["b panels"] = (sb + kt * pace) / (bu.b * kt)
+        ii["a panels"] = (sa + prog.RK * pace) / (bu.a * prog.RK)
+        ii["dma in engines"] = setup / kt
+    return ii
+
+
+def _staged_bytes(prog: GemmProgram) -> int:
+    """Bytes loaded before the first tile-op can start (not part of the steady state)."""
+    p = prog.plan
+    if prog.mode == "whole":
+        return p.Mt * p.Kt * p.a_bytes + p.Kt * p.Nt * p.b_bytes
+    return 0
+
+
+def _fill_ps(prog: GemmProgram) -> int:
+    """First tile-op: its operands land and are fetched."""
+    p = prog.plan
+    setup, lat, f = prog.setup, prog.lat, prog.fetch_ps
+    a0, b0 = prog.a_addr(0, 0), prog.b_addr(0, 0)
+    if prog.mode == "whole":
+        a_all, b_all = p.Mt * p.Kt * p.a_bytes, p.Kt * p.Nt * p.b_bytes
+        return setup + _burst_time(prog, [(a0, a_all), (b0, b_all)]) + lat + f
+    if prog.mode == "panel":
+        pa, pb = prog.Kt * p.a_bytes, prog.Kt * p.b_bytes
+        return setup + _burst_time(prog, [(a0, pa), (b0, pb)]) + lat + f
+    return setup + _burst_time(prog, [(a0, p.a_bytes), (b0, p.b_bytes)]) + lat + f
+
+
 def gemm_model(shape: GemmShape, variant: str, topo: Topology) -> GemmModel:
     """The analytic model of one GEMM variant on one topology."""
     prog = GemmProgram(shape, variant, topo)
     p = prog.plan
     n = p.tile_ops
-    setup, lat, f, t = prog.setup, prog.lat, prog.fetch_ps, prog.T
-    drain = prog.retire
-    a0, b0 = prog.a_addr(0, 0), prog.b_addr(0, 0)
-    load_in = setup + _burst_time(prog, [(a0, p.a_bytes), (b0, p.b_bytes)]) + lat
-    store = setup + _burst_time(prog, [(prog.c_addr(0), p.c_bytes)]) + lat
-    if prog.mode == "load_ref":
-        fill, ii = load_in + f, float(load_in + f)
-    elif prog.mode == "double_buffer":
-        # loads go in pairs (two buffers): fetch i ends at ceil((i+1)/2) (L + f) (+f if odd i)
-        fill, ii = load_in + f, max((load_in + f) / 2, f, t)
-        if ii == (load_in + f) / 2:
-            last_fetch = -(-n // 2) * (load_in + f) + (1 - n % 2) * f
-            ii = (last_fetch - fill) / (n - 1) if n > 1 else ii
-    elif prog.mode == "whole":
-        a_all, b_all = p.Mt * p.Kt * p.a_bytes, p.Kt * p.Nt * p.b_bytes
-        staging = setup + _burst_time(prog, [(a0, a_all), (b0, b_all)]) + lat
-        fill, ii = staging + f, float(max(f, t))
-    else:  # panel: A row panel resident, B streamed double-buffered
-        panel = setup + _burst_time(prog, [(a0, p.Kt * p.a_bytes), (b0, p.b_bytes)]) + lat
-        load_b = setup + _burst_time(prog, [(b0, p.b_bytes)]) + lat
-        fill, ii = panel + f, max((load_b + f) / 2, f, t)
-    ideal = fill + round((n - 1) * ii) + drain + store
-    pe_window = (n - 1) * max(ii, t) + drain
+    store = prog.setup + _burst_time(prog, [(prog.c_addr(0), p.c_bytes)]) + prog.lat
+    ii_all = _recurrences(prog)
+    limiter = max(ii_all, key=lambda k: ii_all[k])
+    ii = ii_all[limiter]
+    ideal = _fill_ps(prog) + round((n - 1) * ii) + prog.retire + store
     hbm_bytes = model_hbm_bytes(prog)
+    # no schedule beats: the smallest possible first load, N issues T apart, retire, store
+    first = prog.setup + _busiest(prog, p.a_bytes + p.b_bytes) + prog.lat + prog.fetch_ps
+    path = first + (n - 1) * prog.T + prog.retire + store
     return GemmModel(
         ideal_ps=int(ideal),
         ii_ps=ii,
-        mac_util=n * t / pe_window,
-        compute_bound_ps=n * t,
+        limiter=limiter,
+        mac_util=p.shape.macs / (topo.pe.peak_macs_per_ns * ideal / 1000),
+        compute_bound_ps=n * prog.T,
         hbm_bound_ps=ps_for_bytes(hbm_bytes, topo.hbm.bw),
+        path_bound_ps=path,
         hbm_bytes=hbm_bytes,
     )
+
+
+def _busiest(prog: GemmProgram, nbytes: int) -> int:
+    """Least time the busiest channel can take for ``nbytes`` spread perfectly."""
+    hbm = prog.topo.hbm
+    bursts = -(-nbytes // hbm.burst_bytes)
+    return -(-bursts // hbm.num_pcs) * hbm.burst_ps
 
 
 def roofline_tflops(topo: Topology, intensity_flop_per_byte: float) -> float:

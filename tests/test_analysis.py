@@ -31,7 +31,7 @@ def test_busy_time_equals_a_brute_force_count(intervals: list[tuple[int, int]]) 
     assert busy_ps(start, end) == len(covered)
 
 
-@pytest.mark.parametrize("variant", ["load_ref", "double_buffer", "resident"])
+@pytest.mark.parametrize("variant", ["load_ref", "double_buffer", "prefetch", "resident"])
 @pytest.mark.parametrize("shape", ["16x32x16", "256x256x256", "100x300x200"])
 def test_gemm_metrics_are_consistent(topo: Topology, shape: str, variant: str) -> None:
     """Occupancies lie in [0, 1], stage busy <= window, per-engine records sum to the
@@ -39,10 +39,10 @@ def test_gemm_metrics_are_consistent(topo: Topology, shape: str, variant: str) -
     run = run_gemm(shape, variant, topo)
     m = gemm_metrics(run)
     assert m["latency_ns"] == m["composite_window_ns"] == run.latency_ps / 1000
-    assert 0 < m["mac_util"] <= 1 and 0 < m["useful_eff"] <= 1
+    assert 0 < m["mac_util"] <= m["pe_util"] <= 1 and 0 < m["useful_eff"] <= 1
     for stage in STAGES:
         assert 0 < m[f"{stage}.occupancy"] <= 1
-        assert m[f"{stage}.busy_ns"] <= m["composite_window_ns"]
+        assert m[f"{stage}.busy_ns"] <= m[f"{stage}.inflight_ns"] <= m["composite_window_ns"]
         per_engine = [
             v
             for k, v in m.items()
@@ -59,12 +59,33 @@ def test_useful_efficiency_is_real_over_padded_macs(topo: Topology) -> None:
     assert gemm_metrics(run)["useful_eff"] == (16 * 32 * 16) / (pe.tile_m * pe.tile_k * pe.tile_n)
 
 
-def test_mac_util_uses_the_pe_window(topo: Topology) -> None:
-    """mac_util = issued MACs / (peak MAC/ns x PE window), computed from the log by hand."""
+def test_pe_util_uses_the_pe_window(topo: Topology) -> None:
+    """pe_util = issued MACs / (peak MAC/ns x PE window), computed from the log by hand."""
     run = run_gemm("64x128x64", "double_buffer", topo)
     log = run.log
     gemm = log.mask(stage="gemm")
     window_ns = (log.end[gemm].max() - log.start[gemm].min()) / 1000
     plan = TilePlan.of(run.program.shape, topo)
     expect = plan.padded_macs / (topo.pe.peak_macs_per_ns * window_ns)
-    assert gemm_metrics(run)["mac_util"] == pytest.approx(expect, rel=1e-12)
+    assert gemm_metrics(run)["pe_util"] == pytest.approx(expect, rel=1e-12)
+
+
+def test_mac_util_is_useful_macs_over_peak_times_latency(topo: Topology) -> None:
+    """mac_util = real MACs / (peak x latency): an under-tile GEMM is far below its pe_util."""
+    run = run_gemm("16x32x16", "resident", topo)
+    m = gemm_metrics(run)
+    expect = 16 * 32 * 16 / (topo.pe.peak_macs_per_ns * run.latency_ps / 1000)
+    assert m["mac_util"] == pytest.approx(expect, rel=1e-12)
+    assert m["mac_util"] < m["pe_util"] / 10
+
+
+def test_busy_is_time_held_and_inflight_is_the_interval_union(topo: Topology) -> None:
+    """A DMA engine is busy for its setup per transfer; in flight from start to landing."""
+    run = run_gemm("256x256x256", "double_buffer", topo)
+    log, m = run.log, gemm_metrics(run)
+    dma0 = log.mask(engine="dma0")
+    assert m["dma_in.dma0.busy_ns"] * 1000 == dma0.sum() * topo.dma.setup_ps
+    assert m["dma_in.dma0.inflight_ns"] * 1000 == busy_ps(log.start[dma0], log.end[dma0])
+    assert m["dma_in.dma0.busy_ns"] < m["dma_in.dma0.inflight_ns"]
+    pe = log.mask(engine="pe")
+    assert m["gemm.pe.busy_ns"] * 1000 == pe.sum() * topo.pe.stage_ps

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from sim.analysis import gemm_metrics
 from sim.kernels.gemm import VARIANTS, GemmShape, TilePlan, run_gemm
 from sim.model import gemm_model, roofline_tflops
 from sim.topology import Topology
@@ -38,6 +41,47 @@ def test_simulator_respects_the_roofline(topo: Topology, shape: str, variant: st
     """No simulated latency beats max(compute bound, HBM bound)."""
     run = run_gemm(shape, variant, topo)
     assert run.latency_ps >= gemm_model(GemmShape.parse(shape), variant, topo).lower_bound_ps
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    shape=st.builds(GemmShape, st.integers(1, 700), st.integers(1, 700), st.integers(1, 700)),
+    variant=st.sampled_from(VARIANTS),
+)
+def test_the_lower_bound_is_never_beaten(topo: Topology, shape: GemmShape, variant: str) -> None:
+    """bound_ns (critical path, PE issue rate, HBM bandwidth) <= simulated latency, always."""
+    run = run_gemm(shape, variant, topo)
+    model = gemm_model(shape, variant, topo)
+    assert model.lower_bound_ps <= run.latency_ps
+    assert model.lower_bound_ps <= model.ideal_ps
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("shape", ["100x300x200", "1024x64x256", "128x1024x128", "700x500x300"])
+def test_the_model_explains_the_simulator(topo: Topology, shape: str, variant: str) -> None:
+    """The steady-state pipeline model is within 5 % of the simulator (ADR 0006)."""
+    run = run_gemm(shape, variant, topo)
+    model = gemm_model(GemmShape.parse(shape), variant, topo)
+    assert run.latency_ps / model.ideal_ps == pytest.approx(1.0, abs=0.05)
+
+
+def test_panel_mode_is_modelled(make_topo: Callable[..., Topology]) -> None:
+    """With row and column panels (small SRAM) the model still tracks the simulator."""
+    small = make_topo(sram__capacity_kib=192)
+    shape = GemmShape(300, 640, 200)
+    run = run_gemm(shape, "resident", small)
+    assert run.program.mode == "panel"
+    model = gemm_model(shape, "resident", small)
+    assert run.latency_ps / model.ideal_ps == pytest.approx(1.0, abs=0.05)
+
+
+def test_prefetch_reaches_its_roofline_and_resident_the_pe(topo: Topology) -> None:
+    """Targets on npu-1h: prefetch >= 90 % of its roofline at 1024^3; resident mac_util
+    >= 0.8 at 2048^3 (4096^3 is in baselines/gemm.json)."""
+    pre = gemm_metrics(run_gemm("1024x1024x1024", "prefetch", topo))
+    assert pre["roofline_frac"] >= 0.9
+    res = gemm_metrics(run_gemm("2048x2048x2048", "resident", topo))
+    assert res["mac_util"] >= 0.8
 
 
 def test_load_ref_has_no_overlap_so_the_model_is_exact(topo: Topology) -> None:

@@ -23,14 +23,28 @@ tile-ops'), so in-order queues do not stall prefetches behind it.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from sim.core import DMA, PIPE, SERVE, Channels, Op, simulate
+from sim.core import (
+    COPY,
+    DMA,
+    FETCH_COPY,
+    HBM,
+    MAC,
+    PE,
+    PIPE,
+    SERVE,
+    SRAM,
+    Access,
+    Channels,
+    Op,
+    simulate,
+)
 from sim.errors import InputError
 from sim.hbm import align_up, transfer_channels
 from sim.limits import check_gemm, shape_dims, whole_number
@@ -39,8 +53,10 @@ from sim.topology import Topology, ps_for_bytes
 
 __all__ = [
     "ENGINE_STREAMS",
+    "MODES",
     "STAGES",
     "VARIANTS",
+    "Buffers",
     "GemmProgram",
     "GemmRun",
     "GemmShape",
@@ -49,11 +65,17 @@ __all__ = [
     "TilePlan",
     "check_coverage",
     "functional_check",
+    "littles_depth",
     "run_gemm",
 ]
 
-Variant = Literal["load_ref", "double_buffer", "resident"]
-VARIANTS: tuple[Variant, ...] = ("load_ref", "double_buffer", "resident")
+Variant = Literal["load_ref", "double_buffer", "prefetch", "resident"]
+VARIANTS: tuple[Variant, ...] = ("load_ref", "double_buffer", "prefetch", "resident")
+#: every code path a program can take: the streaming variants, and resident's two modes
+MODES = ("load_ref", "double_buffer", "prefetch", "whole", "panel")
+STREAMING = ("load_ref", "double_buffer", "prefetch")
+LEGACY = ("load_ref", "double_buffer")
+CHUNK_MIN = 64  # tile-ops per block at least, when an output tile is cut into chunks
 STAGES = ("dma_in", "fetch", "gemm", "dma_out")
 DMA_IN, FETCH, GEMM, DMA_OUT = range(4)
 ENGINE_STREAMS = 3  # A loads, B loads, C stores
@@ -157,10 +179,58 @@ class TilePlan:
 # --- the programs -------------------------------------------------------------------------
 
 
-class GemmProgram:
-    """One variant's program for one shape, generated block by block (one output tile each)."""
+@dataclass(frozen=True)
+class Buffers:
+    """How many SRAM buffers a program holds per operand and for C (docs/adr/0006).
 
-    def __init__(self, shape: GemmShape, variant: str, topo: Topology) -> None:
+    ``a`` and ``b`` count tile buffers (streaming modes), row/column panel buffers
+    (``panel``) or 1 (``whole``: the operand staged entire); ``c`` counts output tiles.
+    """
+
+    a: int
+    b: int
+    c: int
+
+
+def littles_depth(hold_ps: int, interval_ps: int) -> int:
+    """Buffers needed to keep one consumer per ``interval_ps`` fed when each is held ``hold_ps``.
+
+    Little's law: items in flight = arrival rate x time in the system, so
+    ``ceil(hold / interval)`` buffers sustain the rate; one more absorbs the jitter of
+    contention (a buffer is refilled only after its consumer has released it).
+    """
+    return -(-hold_ps // interval_ps) + 1
+
+
+def _busiest_channel_ps(topo: Topology, nbytes: int) -> int:
+    """Time the busiest pseudo-channel needs for one transfer of ``nbytes`` (aligned start)."""
+    hbm = topo.hbm
+    bursts = -(-nbytes // hbm.burst_bytes)
+    return -(-bursts // hbm.num_pcs) * hbm.burst_ps
+
+
+class GemmProgram:
+    """One variant's program for one shape, generated block by block (one output tile each).
+
+    Program order per block ``b`` = (mi, ni), by mode (ids are arithmetic, so any block can
+    be generated without its predecessors):
+
+    * streaming (``load_ref``, ``double_buffer``, ``prefetch``): per tile-op
+      ``[load A, load B, fetch, gemm]``, then ``dma out``. Load i waits for the fetch that
+      last read its buffer (tile-op ``i - buffers.a``).
+    * ``whole``: block 0 opens with the two staging loads; per tile-op ``[fetch, gemm]``.
+    * ``panel``: ``[load A row panel mi]`` (first block of a row), ``[load B column panel]``,
+      per tile-op ``[fetch, gemm]``, then ``dma out``.
+
+    The first tile-op of block b waits for the *release* of the DMA out of block
+    ``b - buffers.c`` (its C buffer). Program order across engines does not delay
+    anything (each engine is in order; ops start when their dependencies allow), so a
+    load placed just before its fetch still runs as far ahead as its buffers let it.
+    """
+
+    def __init__(
+        self, shape: GemmShape, variant: str, topo: Topology, *, mode: str | None = None
+    ) -> None:
         if variant not in VARIANTS:
             raise ShapeError(
                 f"unknown GEMM variant {variant!r}; choose one of {', '.join(VARIANTS)}"
@@ -175,255 +245,533 @@ class GemmProgram:
         hbm = topo.hbm
         self.Mt, self.Kt, self.Nt = plan.Mt, plan.Kt, plan.Nt
         self.N = plan.tile_ops
-        self.num_blocks = plan.out_tiles
+        self.out_tiles = plan.out_tiles
         self.engines = (*(f"dma{e}" for e in range(topo.dma.engines)), "fetch", "pe")
         self.stages: tuple[str, ...] = STAGES
         self.channels = Channels(hbm.num_pcs, hbm.burst_ps)
         self.fetch_res, self.pe_res = topo.dma.engines, topo.dma.engines + 1
         self.stripe = hbm.num_pcs * hbm.burst_bytes
+        # HBM layout: A tiles row-panel major, B tiles column-panel major, C tiles; each
+        # matrix aligned to a channel stripe, so a panel is one contiguous transfer
         self.a_base = 0
         self.b_base = align_up(plan.Mt * plan.Kt * plan.a_bytes, self.stripe)
         self.c_base = align_up(self.b_base + plan.Kt * plan.Nt * plan.b_bytes, self.stripe)
+        self.hbm_bytes = self.c_base + plan.out_tiles * plan.c_bytes
         self.setup, self.lat = topo.dma.setup_ps, hbm.latency_ps
         self.fetch_ps = ps_for_bytes(plan.a_bytes + plan.b_bytes, topo.fetch.bw)
         self.T = topo.pe.stage_ps
         self.retire = topo.pe.pipeline_stages * self.T
         self.tile_macs = topo.pe.tile_macs
         self.slots = topo.pe.operand_slots
-        self.mode = self._choose_mode()
-        self.nbuf = {"load_ref": 1, "double_buffer": 2, "panel": 2, "whole": 0}[self.mode]
         self.RK = self.Nt * self.Kt  # tile-ops per row of output tiles
-
-    # SRAM accounting ------------------------------------------------------------------
-    def sram_bytes(self, mode: str) -> int:
-        p = self.plan
-        c2 = 2 * p.c_bytes
-        return {
-            "load_ref": p.a_bytes + p.b_bytes + c2,
-            "double_buffer": 2 * (p.a_bytes + p.b_bytes) + c2,
-            "whole": p.Mt * p.Kt * p.a_bytes + p.Kt * p.Nt * p.b_bytes + c2,
-            "panel": 2 * p.Kt * p.a_bytes + 2 * p.b_bytes + c2,
-        }[mode]
-
-    def _choose_mode(self) -> str:
-        cap = self.topo.sram.capacity_bytes
-        mode: str
-        if self.variant != "resident":
-            mode = self.variant
-        else:
-            mode = "whole" if self.sram_bytes("whole") <= cap else "panel"
-        need = self.sram_bytes(mode)
-        if need > cap:
+        self._chans: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
+        self.mode = mode or self._choose_mode()
+        # a DMA out is issued D positions after its last tile-op (when it retires); the
+        # contrast variants keep the issue point they always had (right after it)
+        self.cout_delay = self._cout_delay(self.mode)
+        if self.mode not in MODES:
+            raise ShapeError(f"unknown GEMM mode {self.mode!r}; one of {', '.join(MODES)}")
+        self.buffers = self._buffers(self.mode)
+        need = self.sram_bytes()
+        if need > topo.sram.capacity_bytes:
             raise SramCapacityError(
                 f"GEMM {self.shape} {self.variant}: needs {need} bytes of SRAM for its buffers "
-                f"({mode}), the topology has {cap} ({self.topo.source}: sram.capacity_kib). "
+                f"({self.mode}: {self.buffers}), the topology has {topo.sram.capacity_bytes} "
+                f"({topo.source}: sram.capacity_kib). "
                 "Use a smaller K, another variant, or a larger SRAM."
             )
-        return mode
+        self.nbuf = self.buffers.a if self.mode in STREAMING else 0
+        # SRAM layout: A buffers, B buffers, C buffers
+        bu = self.buffers
+        self.sa = 0
+        self.sb = bu.a * self._a_unit()
+        self.sc = self.sb + bu.b * self._b_unit()
+        # how far (in blocks) a block's ops reach back and ahead: the signature caps
+        kt = self.Kt
+        back = -(-(self.nbuf + self.slots + self.cout_delay) // kt)
+        self.cap_start = 3 + bu.c + back + (bu.b if self.mode == "panel" else 0)
+        self.cap_end = 2 + -(-(self.nbuf + self.cout_delay) // kt)
+        if self.mode == "panel":
+            self.cap_end += bu.b
+        self.cap_row = 1 + max(bu.b, bu.c, -(-self.slots // kt))
+        # a deep K is cut into chunks of tile-ops, so that a long output tile can repeat
+        # (and be extrapolated) within itself; a chunk reaches back at most one chunk
+        reach = self.nbuf + self.slots + self.cout_delay + 2
+        self.chunk = kt if kt <= CHUNK_MIN else max(CHUNK_MIN, reach)
+        self.chunks = -(-kt // self.chunk)
+        self.num_blocks = self.out_tiles * self.chunks
 
-    # op ids (arithmetic, so any block can be generated without its predecessors) --------
-    def _couts_before(self, i: int) -> int:
-        """DMA outs emitted before tile-op i (one after the loads of last(j) + nbuf)."""
-        return max(0, (i - self.nbuf) // self.Kt) if self.nbuf else i // self.Kt
+    # buffers and SRAM ---------------------------------------------------------------------
+    def _a_unit(self) -> int:
+        p = self.plan
+        return {"whole": p.Mt * p.Kt * p.a_bytes, "panel": p.Kt * p.a_bytes}.get(
+            self.mode, p.a_bytes
+        )
 
-    def _has_cout(self, i: int) -> bool:
-        if not self.nbuf:
-            return i % self.Kt == self.Kt - 1
-        return i >= self.nbuf and (i - self.nbuf + 1) % self.Kt == 0
+    def _b_unit(self) -> int:
+        p = self.plan
+        return {"whole": p.Kt * p.Nt * p.b_bytes, "panel": p.Kt * p.b_bytes}.get(
+            self.mode, p.b_bytes
+        )
 
-    def _panels_before(self, i: int) -> int:
-        if self.mode != "panel" or i == 0:
-            return 0
-        return 1 + min(self.Mt - 1, -(-i // self.RK))
+    def _cout_delay(self, mode: str) -> int:
+        return 0 if mode in LEGACY else self.topo.pe.pipeline_stages
 
-    def _base(self, i: int) -> int:
-        """Id of tile-op i's first operation."""
+    def _c_depth(self, mode: str) -> int:
+        """Output buffers: a C buffer is held from its first issue to its DMA out's release."""
+        p = self.plan
+        hold = (
+            self.Kt * self.T + self.retire + self.setup + _busiest_channel_ps(self.topo, p.c_bytes)
+        )
+        # and the first tile-op of j + c must come after the DMA out of j in program order
+        order = 1 + -(-self._cout_delay(mode) // self.Kt)
+        return max(order, littles_depth(hold, self.Kt * self.T))
+
+    def _buffers(self, mode: str) -> Buffers:
+        p, topo = self.plan, self.topo
+        if mode == "load_ref":
+            return Buffers(1, 1, 2)
+        if mode == "double_buffer":
+            return Buffers(2, 2, 2)
+        cap = topo.sram.capacity_bytes
+        nc = self._c_depth(mode)
+        if mode == "prefetch":
+            hold = (
+                self.setup
+                + _busiest_channel_ps(topo, p.a_bytes + p.b_bytes)
+                + self.lat
+                + self.fetch_ps
+            )
+            depth = littles_depth(hold, self.T)
+            room = (cap - nc * p.c_bytes) // (p.a_bytes + p.b_bytes)
+            return Buffers(max(2, min(depth, room)), max(2, min(depth, room)), nc)
+        if mode == "whole":
+            return Buffers(1, 1, nc)
+        # panel: A row panels are held for a row, B column panels for one output tile
+        pa, pb = self.Kt * p.a_bytes, self.Kt * p.b_bytes
+        row = self.Nt * self.Kt * self.T
+        na = littles_depth(self.setup + _busiest_channel_ps(topo, pa) + self.lat + row, row)
+        tile = self.Kt * self.T
+        nb = littles_depth(self.setup + _busiest_channel_ps(topo, pb) + self.lat + tile, tile)
+        while na * pa + nb * pb + nc * p.c_bytes > cap and (na > 2 or nb > 2):
+            if nb >= na and nb > 2:
+                nb -= 1
+            else:
+                na -= 1
+        return Buffers(na, nb, nc)
+
+    def sram_bytes(self, mode: str | None = None) -> int:
+        """SRAM the program's buffers take (of ``mode``'s buffers if given)."""
+        p = self.plan
+        mode = mode or self.mode
+        bu = self._buffers(mode) if mode != getattr(self, "mode", None) else self.buffers
+        units = {
+            "whole": (p.Mt * p.Kt * p.a_bytes, p.Kt * p.Nt * p.b_bytes),
+            "panel": (p.Kt * p.a_bytes, p.Kt * p.b_bytes),
+        }.get(mode, (p.a_bytes, p.b_bytes))
+        return bu.a * units[0] + bu.b * units[1] + bu.c * p.c_bytes
+
+    def _fits(self, mode: str) -> bool:
+        p = self.plan
+        if mode == "panel":  # at least two panels of each and two C tiles
+            return (
+                2 * self.Kt * (p.a_bytes + p.b_bytes) + 2 * p.c_bytes
+                <= self.topo.sram.capacity_bytes
+            )
+        return self.sram_bytes(mode) <= self.topo.sram.capacity_bytes
+
+    def _choose_mode(self) -> str:
+        if self.variant != "resident":
+            return self.variant
+        for mode in ("whole", "panel"):
+            if self._fits(mode):
+                return mode
+        return "prefetch"  # not even a panel pair fits: stream tiles, prefetched
+
+    # op ids (closed forms, so any block can be generated without its predecessors) -------
+    #
+    # Program order is the issue order of a software-pipelined kernel, position by
+    # position (tile-op t): ``[fetch t, gemm t, <loads whose buffer fetch t freed>,
+    # <dma out of block j if t == last(j) + cout_delay>]``, after a prologue of the
+    # first loads. Order matters for the HBM channels (each serves in program order),
+    # so a DMA is placed where the kernel issues it in time. DMA outs past the last
+    # position close the last block.
+    def _prologue(self) -> int:
         if self.mode == "whole":
-            return 2 + 2 * i + self._couts_before(i)
-        per = 3 if self.mode == "panel" else 4
-        return per * i + self._couts_before(i) + self._panels_before(i)
+            return 2
+        if self.mode == "panel":
+            return min(self.buffers.a, self.Mt) + min(self.buffers.b, self.out_tiles)
+        return 2 * min(self.nbuf, self.N)
 
-    def _loads(self, i: int) -> int:
-        """Number of ops tile-op i emits before its DMA out / fetch."""
+    def _couts_before(self, t: int) -> int:
+        """DMA outs emitted at positions < t (t <= N)."""
+        return min(self.out_tiles, max(0, (t - self.cout_delay) // self.Kt))
+
+    def _loads_before(self, t: int) -> int:
+        """Loads emitted at positions < t, after the prologue."""
         if self.mode == "whole":
             return 0
         if self.mode == "panel":
-            starts_row = i % self.RK == 0
-            return 1 + (i == 0) + (starts_row and i // self.RK + 1 < self.Mt)
-        return 2
+            na, nb = self.buffers.a, self.buffers.b
+            rows = min(max(0, t // self.RK), max(0, self.Mt - na))
+            cols = min(max(0, t // self.Kt), max(0, self.out_tiles - nb))
+            return rows + cols
+        return 2 * max(0, min(t, self.N - self.nbuf))
 
-    def fetch_id(self, i: int) -> int:
+    def _pos(self, t: int) -> int:
+        """Id of position t's first op (its fetch); t == N gives the tail's first op."""
+        per = 2 * t
+        return self._prologue() + per + self._loads_before(t) + self._couts_before(t)
+
+    def _a_point(self, t: int) -> bool:
+        """Position t (last fetch of a row) emits the A panel of row r + buffers.a."""
+        return (t + 1) % self.RK == 0 and (t + 1) // self.RK - 1 + self.buffers.a < self.Mt
+
+    def _b_point(self, t: int) -> bool:
+        return (t + 1) % self.Kt == 0 and (t + 1) // self.Kt - 1 + self.buffers.b < self.out_tiles
+
+    def _loads_at(self, t: int) -> int:
         if self.mode == "whole":
-            return self._base(i)
-        return self._base(i) + self._loads(i) + (self.nbuf > 0 and self._has_cout(i))
-
-    def gemm_id(self, i: int) -> int:
-        return self.fetch_id(i) + 1
-
-    def cout_id(self, j: int) -> int:
-        last = j * self.Kt + self.Kt - 1
-        if self.mode == "whole":
-            return self.gemm_id(last) + 1
-        at = last + self.nbuf
-        if at < self.N:
-            return self._base(at) + self._loads(at)
-        return self._base(self.N) + j - self._couts_before(self.N)
-
-    def panel_id(self, r: int) -> int:
-        if r == 0:
             return 0
-        i = (r - 1) * self.RK
-        return self._base(i) + 1 + (i == 0)
+        if self.mode == "panel":
+            return int(self._a_point(t)) + int(self._b_point(t))
+        return 2 if t + self.nbuf < self.N else 0
+
+    def span(self, b: int) -> tuple[int, int, int]:
+        """Block b: its output tile j and its positions [p0, p1) (a chunk of j's tile-ops)."""
+        j, c = divmod(b, self.chunks)
+        p0 = j * self.Kt + c * self.chunk
+        return j, p0, min(p0 + self.chunk, (j + 1) * self.Kt)
 
     def first_op(self, b: int) -> int:
-        return 0 if b == 0 else self._base(b * self.Kt)
+        return 0 if b == 0 else self._pos(self.span(b)[1])
 
     def num_ops(self) -> int:
-        tail = self.num_blocks - self._couts_before(self.N) if self.nbuf else 0
-        return self._base(self.N) + tail
+        return self._pos(self.N) + self.out_tiles - self._couts_before(self.N)
 
     def first_tile(self, b: int) -> int:
-        return b * self.Kt
+        return self.span(b)[1]
 
-    # addresses ----------------------------------------------------------------------
+    def fetch_id(self, i: int) -> int:
+        return self._pos(i)
+
+    def gemm_id(self, i: int) -> int:
+        return self._pos(i) + 1
+
+    def load_ids(self, i: int) -> tuple[int, int]:
+        """Ids of the A and B loads of tile-op i (streaming modes)."""
+        if i < self.nbuf:
+            return 2 * i, 2 * i + 1
+        at = self._pos(i - self.nbuf) + 2
+        return at, at + 1
+
+    def cout_id(self, j: int) -> int:
+        t = (j + 1) * self.Kt - 1 + self.cout_delay
+        if t < self.N:
+            return self._pos(t) + 2 + self._loads_at(t)
+        return self._pos(self.N) + j - self._couts_before(self.N)
+
+    def a_panel_id(self, r: int) -> int:
+        na, nb = self.buffers.a, self.buffers.b
+        if r < na:
+            return 0 if r == 0 else 1 + min(nb, self.out_tiles) + r - 1
+        return self._pos((r - na + 1) * self.RK - 1) + 2
+
+    def b_panel_id(self, q: int) -> int:
+        nb = self.buffers.b
+        if q < nb:
+            return 1 + q
+        t = (q - nb + 1) * self.Kt - 1
+        return self._pos(t) + 2 + int(self._a_point(t))
+
+    # addresses ----------------------------------------------------------------------------
     def a_addr(self, mi: int, ki: int) -> int:
+        """HBM address of A tile (mi, ki); a row panel is contiguous."""
         return self.a_base + (mi * self.Kt + ki) * self.plan.a_bytes
 
     def b_addr(self, ki: int, ni: int) -> int:
-        return self.b_base + (ki * self.Nt + ni) * self.plan.b_bytes
+        """HBM address of B tile (ki, ni); a column panel is contiguous."""
+        return self.b_base + (ni * self.Kt + ki) * self.plan.b_bytes
 
     def c_addr(self, j: int) -> int:
         return self.c_base + j * self.plan.c_bytes
 
+    def sram_a(self, i: int) -> int:
+        """SRAM address of the A tile tile-op i reads."""
+        b, ki = divmod(i, self.Kt)
+        mi = b // self.Nt
+        if self.mode == "whole":
+            return self.sa + (mi * self.Kt + ki) * self.plan.a_bytes
+        if self.mode == "panel":
+            return self.sa + (mi % self.buffers.a) * self._a_unit() + ki * self.plan.a_bytes
+        return self.sa + (i % self.buffers.a) * self.plan.a_bytes
+
+    def sram_b(self, i: int) -> int:
+        b, ki = divmod(i, self.Kt)
+        ni = b % self.Nt
+        if self.mode == "whole":
+            return self.sb + (ni * self.Kt + ki) * self.plan.b_bytes
+        if self.mode == "panel":
+            return self.sb + (b % self.buffers.b) * self._b_unit() + ki * self.plan.b_bytes
+        return self.sb + (i % self.buffers.b) * self.plan.b_bytes
+
+    def sram_c(self, j: int) -> int:
+        return self.sc + (j % self.buffers.c) * self.plan.c_bytes
+
+    def buffer_name(self, space: int, addr: int) -> str:
+        """What lives at ``addr`` of ``space`` (for the data checker's messages)."""
+        p = self.plan
+        if space == HBM:
+            if addr < self.b_base:
+                return "A in HBM"
+            if addr < self.c_base:
+                return "B in HBM"
+            return f"C tile {(addr - self.c_base) // p.c_bytes} in HBM"
+        if space == PE:
+            return f"PE operand slot {addr // (p.a_bytes + p.b_bytes)}"
+        if addr < self.sb:
+            return f"A buffer {(addr - self.sa) // self._a_unit()}"
+        if addr < self.sc:
+            return f"B buffer {(addr - self.sb) // self._b_unit()}"
+        return f"C buffer {(addr - self.sc) // p.c_bytes}"
+
+    # ops ----------------------------------------------------------------------------------
     def _dma(
         self, eng: int, deps: tuple[int, ...], stage: int, addr: int, nbytes: int, tile: int
     ) -> Op:
-        chans = transfer_channels(self.topo.hbm, addr, nbytes)
+        key = (addr % self.stripe, nbytes)
+        chans = self._chans.get(key)
+        if chans is None:
+            chans = self._chans[key] = transfer_channels(self.topo.hbm, addr, nbytes)
         return Op(DMA, eng, deps, stage, nbytes, 0, tile, self.setup, self.lat, chans)
 
-    def _cout(self, j: int, gl: int = -1) -> Op:
-        if gl < 0:
-            gl = self.gemm_id(j * self.Kt + self.Kt - 1)
-        return self._dma(C_ENG, (gl,), DMA_OUT, self.c_addr(j), self.plan.c_bytes, -1)
+    def load_deps(self, i: int, freed_by: int) -> tuple[int, ...]:
+        """A streamed load of tile-op i waits for its buffer: the fetch ``freed_by`` (of
+        tile-op i - buffers) that read it last; -1 for a buffer never used."""
+        return (freed_by,) if freed_by >= 0 else ()
 
-    # blocks -------------------------------------------------------------------------
+    def out_bytes(self, j: int) -> int:
+        """Bytes the DMA out of output tile j writes back."""
+        return self.plan.c_bytes
+
+    def a_panel_bytes(self, r: int) -> int:
+        return self.Kt * self.plan.a_bytes
+
+    # blocks -------------------------------------------------------------------------------
     def block_ops(self, b: int) -> list[Op]:
         ops: list[Op] = []
-        p, Kt = self.plan, self.Kt
-        mi, ni = divmod(b, self.Nt)
-        i0 = b * Kt
-        fid: dict[int, int] = {}  # tile-op -> fetch id, for this block (others by formula)
-        gid: dict[int, int] = {}
-        nid = self.first_op(b)
-        if b == 0 and self.mode == "whole":
-            a_total, b_total = p.Mt * Kt * p.a_bytes, Kt * self.Nt * p.b_bytes
-            ops.append(self._dma(A_ENG, (), DMA_IN, self.a_base, a_total, -1))
-            ops.append(self._dma(B_ENG, (), DMA_IN, self.b_base, b_total, -1))
-            nid = 2
-        panel = self.panel_id(mi) if self.mode == "panel" else -1
-        fetch_bytes = p.a_bytes + p.b_bytes
-        for ki in range(Kt):
-            i = i0 + ki
-            loads: tuple[int, ...] = (0, 1)
-            if self.mode != "whole":
-                j = i - self.nbuf
-                buf = () if j < 0 else ((fid[j],) if j >= i0 else (self.fetch_id(j),))
-                tile_loads = list(self._tile_loads(i, mi, ni, ki, buf))
-                ops.extend(tile_loads)
-                if self.mode == "panel":
-                    if i == 0:
-                        panel = nid
-                    loads = (panel, nid + (i == 0))
-                else:
-                    loads = (nid, nid + 1)
-                nid += len(tile_loads)
-                if self._has_cout(i):
-                    ops.append(self._cout((i - self.nbuf) // Kt))
-                    nid += 1
-            j = i - self.slots
-            slot = () if j < 0 else ((gid[j],) if j >= i0 else (self.gemm_id(j),))
-            ops.append(
-                Op(SERVE, self.fetch_res, loads + slot, FETCH, fetch_bytes, 0, i, self.fetch_ps, 0)
-            )
-            fid[i] = nid
-            gdeps: tuple[int, ...] = (nid,)
-            if ki == 0 and b >= 2:
-                gdeps += (self.cout_id(b - 2),)
-            ops.append(
-                Op(PIPE, self.pe_res, gdeps, GEMM, 0, self.tile_macs, i, self.T, self.retire)
-            )
-            gid[i] = nid + 1
-            nid += 2
-            if not self.nbuf and ki == Kt - 1:
-                ops.append(self._cout(b, gid[i]))
-                nid += 1
-        if b == self.num_blocks - 1 and self.nbuf:
-            ops.extend(self._cout(j) for j in range(self._couts_before(self.N), self.num_blocks))
+        self._block(b, ops, None)
         return ops
 
-    def _tile_loads(self, i: int, mi: int, ni: int, ki: int, buf: tuple[int, ...]) -> Iterator[Op]:
-        p = self.plan
-        if self.mode == "panel":
-            if i == 0:
-                yield self._panel_load(0)
-            yield self._dma(B_ENG, buf, DMA_IN, self.b_addr(ki, ni), p.b_bytes, i)
-            if i % self.RK == 0 and mi + 1 < self.Mt:
-                yield self._panel_load(mi + 1)
-            return
-        yield self._dma(A_ENG, buf, DMA_IN, self.a_addr(mi, ki), p.a_bytes, i)
-        yield self._dma(B_ENG, buf, DMA_IN, self.b_addr(ki, ni), p.b_bytes, i)
+    def block_access(self, b: int) -> list[Access]:
+        """What each op of block b moves, aligned with :meth:`block_ops` (for the checker)."""
+        ops: list[Op] = []
+        acc: list[Access] = []
+        self._block(b, ops, acc)
+        return acc
 
-    def _panel_load(self, r: int) -> Op:
-        deps = (self.fetch_id((r - 1) * self.RK - 1),) if r >= 2 else ()
-        return self._dma(A_ENG, deps, DMA_IN, self.a_addr(r, 0), self.Kt * self.plan.a_bytes, -1)
+    def build_block(self, b: int, ops: list[Op], acc: list[Access]) -> None:
+        """Append block b's ops and their accesses (one pass, aligned by construction)."""
+        self._block(b, ops, acc)
+
+    def _copy(self, acc: list[Access] | None, src: int, dst: int, nbytes: int) -> None:
+        if acc is not None:
+            acc.append(Access(COPY, ((HBM, src, nbytes),), ((SRAM, dst, nbytes),)))
+
+    def _load_tile(self, ops: list[Op], acc: list[Access] | None, i: int, freed_by: int) -> None:
+        p = self.plan
+        b, ki = divmod(i, self.Kt)
+        mi, ni = divmod(b, self.Nt)
+        deps = self.load_deps(i, freed_by)
+        a, bb = self.a_addr(mi, ki), self.b_addr(ki, ni)
+        ops.append(self._dma(A_ENG, deps, DMA_IN, a, p.a_bytes, i))
+        ops.append(self._dma(B_ENG, deps, DMA_IN, bb, p.b_bytes, i))
+        if acc is not None:
+            self._copy(acc, a, self.sram_a(i), p.a_bytes)
+            self._copy(acc, bb, self.sram_b(i), p.b_bytes)
+
+    def _load_a_panel(self, ops: list[Op], acc: list[Access] | None, r: int) -> None:
+        q = r - self.buffers.a  # the row that last used this panel buffer
+        deps = (self.fetch_id((q + 1) * self.RK - 1),) if q >= 0 else ()
+        addr, nbytes = self.a_addr(r, 0), self.a_panel_bytes(r)
+        ops.append(self._dma(A_ENG, deps, DMA_IN, addr, nbytes, -1))
+        self._copy(acc, addr, self.sram_a(r * self.RK), nbytes)
+
+    def _load_b_panel(self, ops: list[Op], acc: list[Access] | None, q: int) -> None:
+        j = q - self.buffers.b  # the output tile that last used this panel buffer
+        deps = (self.fetch_id((j + 1) * self.Kt - 1),) if j >= 0 else ()
+        addr, nbytes = self.b_addr(0, q % self.Nt), self.Kt * self.plan.b_bytes
+        ops.append(self._dma(B_ENG, deps, DMA_IN, addr, nbytes, -1))
+        self._copy(acc, addr, self.sram_b(q * self.Kt), nbytes)
+
+    def _dma_out(self, ops: list[Op], acc: list[Access] | None, j: int) -> None:
+        gl = self.gemm_id(j * self.Kt + self.Kt - 1)
+        nbytes = self.out_bytes(j)
+        ops.append(self._dma(C_ENG, (gl,), DMA_OUT, self.c_addr(j), nbytes, -1))
+        if acc is not None:
+            acc.append(
+                Access(COPY, ((SRAM, self.sram_c(j), nbytes),), ((HBM, self.c_addr(j), nbytes),))
+            )
+
+    def _block(self, b: int, ops: list[Op], acc: list[Access] | None) -> None:
+        p, Kt, mode, bu = self.plan, self.Kt, self.mode, self.buffers
+        j_out, i0, i1 = self.span(b)
+        mi = j_out // self.Nt
+        base = self.first_op(b) - len(ops)  # op id = base + index in ops
+        if b == 0:
+            if mode == "whole":
+                a_total, b_total = p.Mt * Kt * p.a_bytes, Kt * self.Nt * p.b_bytes
+                ops.append(self._dma(A_ENG, (), DMA_IN, self.a_base, a_total, -1))
+                self._copy(acc, self.a_base, self.sa, a_total)
+                ops.append(self._dma(B_ENG, (), DMA_IN, self.b_base, b_total, -1))
+                self._copy(acc, self.b_base, self.sb, b_total)
+            elif mode == "panel":
+                self._load_a_panel(ops, acc, 0)
+                for q in range(min(bu.b, self.out_tiles)):
+                    self._load_b_panel(ops, acc, q)
+                for r in range(1, min(bu.a, self.Mt)):
+                    self._load_a_panel(ops, acc, r)
+            else:
+                for i in range(min(self.nbuf, self.N)):
+                    self._load_tile(ops, acc, i, -1)
+        if mode == "panel":
+            src: tuple[int, ...] = (self.a_panel_id(mi), self.b_panel_id(j_out))
+        elif mode == "whole":
+            src = (0, 1)
+        fetch_bytes = p.a_bytes + p.b_bytes
+        c_dep = (~self.cout_id(j_out - bu.c),) if j_out >= bu.c else ()
+        c_range = (SRAM, self.sram_c(j_out), p.c_bytes)
+        k0 = j_out * Kt
+        loads_here: dict[int, int] = {}  # tile-op -> id of its A load, emitted in this block
+        gemms_here: list[int] = []
+        for t in range(i0, i1):
+            ki = t - k0
+            if mode in STREAMING:
+                at = loads_here.get(t)
+                src = (at, at + 1) if at is not None else self.load_ids(t)
+            j = t - self.slots
+            fid = base + len(ops)
+            if j >= i0:
+                slot: tuple[int, ...] = (gemms_here[j - i0],)
+            else:
+                slot = (self.gemm_id(j),) if j >= 0 else ()
+            ops.append(
+                Op(SERVE, self.fetch_res, src + slot, FETCH, fetch_bytes, 0, t, self.fetch_ps, 0)
+            )
+            gdeps = (fid, *c_dep) if ki == 0 else (fid,)
+            ops.append(
+                Op(PIPE, self.pe_res, gdeps, GEMM, 0, self.tile_macs, t, self.T, self.retire)
+            )
+            gemms_here.append(fid + 1)
+            if acc is not None:
+                pe = (PE, (t % self.slots) * fetch_bytes, fetch_bytes)
+                reads = ((SRAM, self.sram_a(t), p.a_bytes), (SRAM, self.sram_b(t), p.b_bytes))
+                acc.append(Access(FETCH_COPY, reads, (pe,)))
+                acc.append(Access(MAC, (pe, c_range) if ki else (pe,), (c_range,), chain=j_out))
+            if mode in STREAMING:
+                if t + self.nbuf < self.N:
+                    loads_here[t + self.nbuf] = base + len(ops)
+                    self._load_tile(ops, acc, t + self.nbuf, fid)
+            elif mode == "panel":
+                if self._a_point(t):
+                    self._load_a_panel(ops, acc, (t + 1) // self.RK - 1 + bu.a)
+                if self._b_point(t):
+                    self._load_b_panel(ops, acc, (t + 1) // Kt - 1 + bu.b)
+            jc = t - self.cout_delay + 1
+            if jc > 0 and jc % Kt == 0:
+                self._dma_out(ops, acc, jc // Kt - 1)
+        if b == self.num_blocks - 1:
+            for j in range(self._couts_before(self.N), self.out_tiles):
+                self._dma_out(ops, acc, j)
 
     def live(self, b: int) -> dict[int, tuple[int, ...]]:
         """Ops before block b that later blocks depend on, with the consumers' resources."""
-        i0 = b * self.Kt
         live: dict[int, tuple[int, ...]] = {}
         if b == 0:
             return live
-        mi, ni = divmod(b, self.Nt)
+        first = self.first_op(b)
+        jcur, i0, _ = self.span(b)
+        jn = -(-i0 // self.Kt)  # the first output tile that starts at or after i0
+        mi = jcur // self.Nt
+        bu = self.buffers
         for i in range(max(0, i0 - self.slots), i0):  # PE operand slots
             live[self.gemm_id(i)] = (self.fetch_res,)
-        for j in (b - 2, b - 1):  # C buffers: first tile-op of j+2 waits for DMA out of j
-            if j >= 0 and self.cout_id(j) < self.first_op(b):
-                live[self.cout_id(j)] = (self.pe_res,)
+        for j in range(max(0, jn - bu.c), jn):  # C buffers, freed at their DMA out's release
+            if self.cout_id(j) < first:
+                live[~self.cout_id(j)] = (self.pe_res,)
+        back = 2 + -(-self.cout_delay // self.Kt)
+        for j in range(max(0, jcur - back), min(self.out_tiles, jn + 1)):  # outs to come
+            last = self.gemm_id((j + 1) * self.Kt - 1)
+            if last < first <= self.cout_id(j):
+                live[last] = (C_ENG,)
         if self.mode == "whole":
             live[0] = live[1] = (self.fetch_res,)
-            return live
-        for i in range(max(0, i0 - self.nbuf), i0):  # buffer slots
-            live[self.fetch_id(i)] = (A_ENG, B_ENG)
-        for j in range(
-            max(0, b - 1 - self.nbuf), b
-        ):  # DMA outs not yet emitted wait for their GEMM
-            if self.cout_id(j) >= self.first_op(b):
-                live[self.gemm_id(j * self.Kt + self.Kt - 1)] = (C_ENG,)
-        if self.mode == "panel":
-            live[self.panel_id(mi)] = (self.fetch_res,)
-            if mi + 1 < self.Mt and self.panel_id(mi + 1) < self.first_op(b):
-                live[self.panel_id(mi + 1)] = (self.fetch_res,)
-            if ni == 0 and mi >= 1 and mi + 1 < self.Mt:  # next panel waits for row mi-1
-                live[self.fetch_id(mi * self.RK - 1)] = (A_ENG,)
+        elif self.mode == "panel":
+            for r in range(mi, min(self.Mt, mi + bu.a)):
+                if self.a_panel_id(r) < first:
+                    live[self.a_panel_id(r)] = (self.fetch_res,)
+            for q in range(jcur, min(self.out_tiles, jcur + bu.b)):
+                if self.b_panel_id(q) < first:
+                    live[self.b_panel_id(q)] = (self.fetch_res,)
+        else:
+            for i in range(i0, min(self.N, i0 + self.nbuf)):  # loads issued ahead
+                for d in self.load_ids(i):
+                    if d < first:
+                        live[d] = (self.fetch_res,)
         return live
 
     def resources(self, b: int) -> tuple[int, ...]:
-        if self.mode == "whole" and b > 0:  # A and B were staged in block 0
-            return (C_ENG, self.fetch_res, self.pe_res)
-        return (A_ENG, B_ENG, C_ENG, self.fetch_res, self.pe_res)
+        i0 = self.span(b)[1]
+        if self.mode == "whole":
+            loads = b == 0
+        elif self.mode == "panel":
+            last_b = (self.out_tiles - self.buffers.b) * self.Kt - 1
+            last_a = (self.Mt - self.buffers.a) * self.RK - 1
+            if b == 0 or (i0 <= last_a and i0 <= last_b):
+                return (A_ENG, B_ENG, C_ENG, self.fetch_res, self.pe_res)
+            if i0 <= last_b:
+                return (B_ENG, C_ENG, self.fetch_res, self.pe_res)
+            if i0 <= last_a:
+                return (A_ENG, C_ENG, self.fetch_res, self.pe_res)
+            loads = False
+        else:
+            loads = b == 0 or i0 < self.N - self.nbuf
+        if loads:
+            return (A_ENG, B_ENG, C_ENG, self.fetch_res, self.pe_res)
+        return (C_ENG, self.fetch_res, self.pe_res)
+
+    def floor_resources(self, b: int) -> tuple[int, ...]:
+        """Every DMA depends on a fetch or a tile-op (or a live one it consumes)."""
+        return (self.fetch_res, self.pe_res)
 
     def block_sig(self, b: int) -> Hashable:
-        mi, ni = divmod(b, self.Nt)
+        j, p0, p1 = self.span(b)
+        c = (p0 - j * self.Kt) // self.chunk
+        mi, ni = divmod(j, self.Nt)
+        ki0 = p0 - j * self.Kt
         s = self.stripe
         sig: tuple[object, ...] = (
-            min(b, 3),
-            min(self.num_blocks - 1 - b, 3),
-            self.a_addr(mi, 0) % s,
-            self.b_addr(0, ni) % s,
-            self.c_addr(b) % s,
+            min(j, self.cap_start),
+            min(self.out_tiles - 1 - j, self.cap_end),
+            min(c, 2),
+            min(self.chunks - 1 - c, 2),
+            p1 - p0,
+            self.a_addr(mi, ki0) % s,
+            self.b_addr(ki0, ni) % s,
+            self.c_addr(j) % s,
         )
         if self.mode == "panel":
-            sig += (ni == 0, min(mi, 1), mi == self.Mt - 1, self.a_addr(mi + 1, 0) % s)
+            ahead = (j + self.buffers.b) % self.Nt
+            sig += (
+                min(ni, self.cap_row),
+                ni == self.Nt - 1,
+                min(self.Mt - 1 - mi, self.buffers.a + 1),
+                self.b_addr(0, ahead) % s,
+                self.a_addr(min(self.Mt - 1, mi + self.buffers.a), 0) % s,
+            )
+        elif self.mode in STREAMING:
+            ahead = j + -(-self.nbuf // self.Kt)
+            sig += (self.a_addr(ahead // self.Nt, 0) % s, self.b_addr(0, ahead % self.Nt) % s)
         return sig
 
 

@@ -167,7 +167,7 @@ def explain(current: Mapping[str, float], baseline: Mapping[str, float]) -> list
         elif change is None:
             lines.append(f"{label} new ({_us(before)} -> {_us(after)})")
         else:
-            lines.append(f"{label} {change:+.0%} ({_us(before)} -> {_us(after)})")
+            lines.append(f"{label} {change:+.2%} ({_us(before)} -> {_us(after)})")
     return lines
 
 

@@ -160,6 +160,11 @@ def chrome_trace(
             f"{len(log)} records exceed the limit of {limit}: consecutive operations of one "
             f"engine are merged into spans of {group} (args.ops counts them)"
         )
+    if len(events) > limit:
+        other["over_limit"] = (
+            f"{len(events)} events for a limit of {limit}: every engine lane keeps at least one "
+            "span, and spans do not cross lanes"
+        )
     return {"traceEvents": meta + events, "displayTimeUnit": "ns", "otherData": other}
 
 

@@ -109,3 +109,15 @@ def test_limit_must_be_positive(topo: Topology) -> None:
     """A zero limit is a usage error, not an empty file."""
     with pytest.raises(ValueError, match="limit must be >= 1"):
         chrome_trace(run_gemm("32x64x32", "load_ref", topo).log, limit=0)
+
+
+def test_a_limit_below_the_lane_count_says_why_it_is_exceeded(topo: Topology) -> None:
+    """--npubench-trace-limit 1 cannot give one event when the log has several engine lanes:
+    the trace keeps one span per lane and otherData says so (it used to exceed it silently)."""
+    doc = chrome_trace(run_gemm("64x128x64", "double_buffer", topo).log, limit=1)
+    spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    lanes = {(e["pid"], e["tid"]) for e in spans}
+    assert len(spans) == len(lanes) > 1
+    assert doc["otherData"]["over_limit"].startswith(f"{len(spans)} events for a limit of 1")
+    small = chrome_trace(run_gemm("64x128x64", "double_buffer", topo).log, limit=10**6)
+    assert "over_limit" not in small["otherData"]

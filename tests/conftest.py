@@ -19,11 +19,14 @@ def topo() -> Topology:
 
 @pytest.fixture(scope="session")
 def make_topo(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Topology]:
-    """Build a topology from npu-1h with some ``section.key`` values changed."""
+    """Build a topology from npu-1h with some ``section__key`` (or top-level) values changed."""
 
     def make(**changes: Any) -> Topology:
         data = yaml.safe_load((TOPOLOGY_DIR / "npu-1h.yaml").read_text())
         for dotted, value in changes.items():
+            if "__" not in dotted:
+                data[dotted] = value
+                continue
             section, key = dotted.split("__")
             data[section][key] = value
         path: Path = tmp_path_factory.mktemp("topo") / "variant.yaml"

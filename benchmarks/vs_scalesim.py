@@ -107,12 +107,13 @@ def compare(args: argparse.Namespace, topo: Path, df: str) -> tuple[int, int, fl
         f"{'layer':>10} {'SCALE-Sim cyc':>13} {'ours cyc':>10} {'equal':>5} "
         f"{'SCALE-Sim s':>11} {'ours s':>9} {'ratio':>9}"
     )
-    n = bad = 0
+    n = bad = their_total = all_cycles = 0
     t_theirs = t_ours = 0.0
     for layer in layers:
         if layer.name not in wanted:
             continue
         cycles, ours_s = _ours_layer_s(layer, array, args.repeat)
+        all_cycles += cycles
         rec = theirs.get(layer.name)
         if rec is None:
             print(f"{layer.name:>10} {'not run':>13} {cycles:>10}")
@@ -120,7 +121,7 @@ def compare(args: argparse.Namespace, topo: Path, df: str) -> tuple[int, int, fl
         their_cycles = int(rec["compute_report"][2])  # type: ignore[index]
         their_s = float(rec["wall_s"])  # type: ignore[arg-type]
         equal = their_cycles == cycles
-        n, bad = n + 1, bad + (not equal)
+        n, bad, their_total = n + 1, bad + (not equal), their_total + their_cycles
         t_theirs, t_ours = t_theirs + their_s, t_ours + ours_s
         print(
             f"{layer.name:>10} {their_cycles:>13} {cycles:>10} {'yes' if equal else 'NO':>5} "
@@ -136,7 +137,14 @@ def compare(args: argparse.Namespace, topo: Path, df: str) -> tuple[int, int, fl
         f"{'ours, whole file':>24} ({len(layers)} layers, read + simulate + report): {whole:.2e} s"
     )
     if n == len(layers):
-        print(f"{'whole file ratio':>24}: {t_theirs / whole:.0f}x")
+        print(f"{'whole file ratio':>24}: {t_theirs / whole:.0f}x (measured)")
+    elif n and not args.layers:
+        est = t_theirs / their_total * all_cycles
+        print(
+            f"{'whole file, ESTIMATE':>24}: SCALE-Sim ~{est:.0f} s at its measured "
+            f"{t_theirs / their_total * 1e3:.2f} ms/cycle x {all_cycles} cycles -> "
+            f"~{est / whole:.0f}x (extrapolated, not measured)"
+        )
     return n, bad, t_theirs, whole
 
 

@@ -212,6 +212,11 @@ def simulate_layer(layer: SystolicLayer, array: ArrayConfig) -> LayerReport:
         fold = 2 * rows + cols + t - 2
         window = 2 * rows + 2 * cols + t - 3
     total = folds * fold - 1
+    if total == 0:
+        raise ScaleSimInputError(
+            f"layer {layer.name!r}: one MAC on a 1 x 1 os array is 0 cycles in SCALE-Sim's count "
+            "(it then divides by zero); use a larger array or K > 1"
+        )
     pes = rows * cols
     m, n, k = layer.m, layer.n, layer.k
     if df == "os":

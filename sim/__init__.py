@@ -27,20 +27,33 @@ from sim.kernels.gemm import (
 from sim.model import gemm_model, roofline_tflops
 from sim.oplog import OpLog
 from sim.program import ProgramBuilder
+from sim.systolic import (
+    ArrayConfig,
+    LayerReport,
+    ScaleSimInputError,
+    SystolicLayer,
+    read_scalesim_config,
+    read_scalesim_topology,
+    simulate_layer,
+)
 from sim.topology import Topology, available_topologies, load_topology
 from sim.trace import chrome_trace, write_trace
 
 __all__ = [
     "VARIANTS",
+    "ArrayConfig",
     "BudgetError",
     "GemmShape",
     "InputError",
+    "LayerReport",
     "NpuSimError",
     "OpLog",
     "ProgramBuilder",
+    "ScaleSimInputError",
     "ShapeError",
     "SimulationError",
     "SramCapacityError",
+    "SystolicLayer",
     "Topology",
     "TopologyError",
     "all_gather",
@@ -55,10 +68,13 @@ __all__ = [
     "gemm_metrics",
     "gemm_model",
     "load_topology",
+    "read_scalesim_config",
+    "read_scalesim_topology",
     "reduce_scatter",
     "roofline_tflops",
     "run_gemm",
     "simulate",
+    "simulate_layer",
     "simulate_reference",
     "write_trace",
 ]

@@ -2,16 +2,28 @@
 
 A library demo and a quick look at a topology; the benches (``pytest --npubench gemm``)
 are the gated, figure-drawing way to run sweeps.
+
+``python -m sim scalesim -c CFG -t TOPOLOGY.csv [-o OUTDIR]``: SCALE-Sim's own files through
+the closed-form systolic model (``sim.systolic``); prints a table and writes
+``OUTDIR/COMPUTE_REPORT.csv`` with SCALE-Sim's columns.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from sim.analysis import gemm_metrics
 from sim.errors import NpuSimError
 from sim.kernels.gemm import VARIANTS, GemmShape, run_gemm
+from sim.systolic import (
+    ScaleSimInputError,
+    compute_report_csv,
+    read_scalesim_config,
+    read_scalesim_topology,
+    simulate_layers,
+)
 from sim.topology import load_topology
 
 DEFAULT_SHAPES = [
@@ -33,7 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     gemm.add_argument("shapes", nargs="*", default=DEFAULT_SHAPES, help="MxKxN, e.g. 512x512x512")
     gemm.add_argument("--variant", choices=VARIANTS, action="append", help="default: all")
     gemm.add_argument("--topology", default="npu-1h", help="shipped name or path to a YAML file")
+    scale = sub.add_parser(
+        "scalesim", help="SCALE-Sim cfg + topology CSV through the closed-form systolic model"
+    )
+    scale.add_argument("-c", dest="cfg", required=True, help="SCALE-Sim .cfg file")
+    scale.add_argument("-t", dest="topology", required=True, help="SCALE-Sim topology .csv")
+    scale.add_argument("-o", dest="outdir", default=".", help="where COMPUTE_REPORT.csv goes")
     args = parser.parse_args(argv)
+    if args.command == "scalesim":
+        return _scalesim(parser, args.cfg, args.topology, Path(args.outdir))
     try:
         topo = load_topology(args.topology)
         shapes = [GemmShape.parse(s) for s in args.shapes]
@@ -56,6 +76,38 @@ def main(argv: list[str] | None = None) -> int:
                 f"{m['model_latency_ns'] / 1000:>9.3f} {m['mac_util']:>8.3f} "
                 f"{m['useful_eff']:>6.3f} {m['hbm_bytes'] / 2**20:>8.3f} {m['tflops']:>8.3f}"
             )
+    return 0
+
+
+def _scalesim(parser: argparse.ArgumentParser, cfg_path: str, topo_path: str, outdir: Path) -> int:
+    try:
+        cfg = read_scalesim_config(cfg_path)
+        layers = read_scalesim_topology(topo_path)
+    except ScaleSimInputError as exc:
+        parser.error(str(exc))
+    array = cfg.array
+    reports = simulate_layers(layers, array)
+    print(f"{cfg.path}: {array.rows}x{array.cols} array, dataflow {array.dataflow}")
+    for note in cfg.notes:
+        print(f"note: {note}")
+    print(
+        f"{'layer':>16} {'Sr':>7} {'Sc':>7} {'T':>7} {'folds':>7} {'cycles':>12} "
+        f"{'util %':>7} {'map eff %':>9} {'comp util %':>11}"
+    )
+    for r in reports:
+        print(
+            f"{r.name:>16} {r.sr:>7} {r.sc:>7} {r.t:>7} {r.folds:>7} {r.total_cycles:>12} "
+            f"{r.overall_util_pct:>7.2f} {r.mapping_efficiency_pct:>9.2f} "
+            f"{r.compute_util_pct:>11.2f}"
+        )
+    print(f"{'total':>16} {'':>31} {sum(r.total_cycles for r in reports):>12}")
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+        out = outdir / "COMPUTE_REPORT.csv"
+        out.write_text(compute_report_csv(reports))
+    except OSError as exc:
+        parser.error(f"{outdir}: cannot write COMPUTE_REPORT.csv ({exc.strerror}); pick another -o")
+    print(f"wrote {out}")
     return 0
 
 

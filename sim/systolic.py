@@ -1,0 +1,455 @@
+"""A systolic array in closed form: SCALE-Sim's compute numbers from fold arithmetic.
+
+SCALE-Sim (v3) builds, for every layer, demand matrices with one row per cycle and walks
+them cycle by cycle. In its stall-free mode (``InterfaceBandwidth: CALC``) everything its
+COMPUTE_REPORT says about compute depends only on the sizes of those matrices, so this
+module computes the sizes instead of the matrices: a layer costs O(folds), not O(cycles).
+
+The mapping, as SCALE-Sim does it (``topology_utils``, ``compute/systolic_compute_*``):
+
+- A GEMM row ``name, M, N, K`` is the convolution ``ifmap M x K, filter 1 x K, 1 channel,
+  N filters, stride 1``; a convolution is lowered to ``M = ofmap pixels`` (``ofmap_h =
+  ceil((H - R + s) / s)``), ``K = R * S * C`` (the window), ``N = filters``.
+- The operand matrices ``ifmap (M x K)`` and ``filter (K x N)`` are spread over an array of
+  ``rows x cols`` PEs as ``Sr x Sc`` spatially and ``T`` in time: ``os``: (M, N, K);
+  ``ws``: (K, N, M); ``is``: (K, M, N). ``ceil(Sr / rows) * ceil(Sc / cols)`` folds run one
+  after another, column fold outer.
+- A fold lasts ``T + rows + cols - 2`` cycles (``os``) or ``2 rows + cols + T - 2`` (``ws``,
+  ``is``); the layer's ``Total Cycles`` is ``folds * fold - 1`` (the last cycle index).
+- ``Overall Util % = 100 M N K / (total * rows * cols)``; ``Mapping Efficiency %`` and
+  ``Compute Util %`` are SCALE-Sim's means over folds of ``used PEs / (rows * cols)`` and
+  ``used PEs * T / (rows * cols * window)``, with ``window = T + rows + cols - 2`` (``os``)
+  or ``2 rows + 2 cols + T - 3`` (``ws``, ``is``); the mean is summed fold by fold in
+  SCALE-Sim's order so that the floats agree with its own, not merely to a tolerance.
+- SRAM reads and writes count the operand-matrix elements each fold streams (``os`` also
+  counts SCALE-Sim's ``rows + cols`` per fold on the OFMAP side, as it does).
+
+Not modelled: memory stalls (``InterfaceBandwidth: USER``: the stall-free cycles are
+reported), DRAM traffic and the prefetch-inclusive cycle count (they depend on SCALE-Sim's
+buffer replacement, cycle by cycle), sparsity. See ``docs/adr/0008-systolic-scalesim.md``.
+"""
+
+from __future__ import annotations
+
+import configparser
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim.errors import InputError
+
+__all__ = [
+    "COMPUTE_REPORT_HEADER",
+    "DATAFLOWS",
+    "ArrayConfig",
+    "LayerReport",
+    "ScaleSimConfig",
+    "ScaleSimInputError",
+    "SystolicLayer",
+    "compute_report_csv",
+    "read_scalesim_config",
+    "read_scalesim_topology",
+    "simulate_layer",
+    "simulate_layers",
+]
+
+DATAFLOWS = ("os", "ws", "is")
+COMPUTE_REPORT_HEADER = (
+    "LayerID, Total Cycles (incl. prefetch), Total Cycles, Stall Cycles, Overall Util %,"
+    " Mapping Efficiency %, Compute Util %,"
+)
+GEMM_COLUMNS = ("Layer", "M", "N", "K")
+CONV_COLUMNS = (
+    "Layer name",
+    "IFMAP Height",
+    "IFMAP Width",
+    "Filter Height",
+    "Filter Width",
+    "Channels",
+    "Num Filter",
+    "Strides",
+)
+
+
+class ScaleSimInputError(InputError):
+    """A SCALE-Sim cfg or topology file, or a layer, breaks a rule; the message says the fix."""
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class ArrayConfig:
+    """A systolic array of ``rows x cols`` PEs running one dataflow (``os``, ``ws``, ``is``)."""
+
+    rows: int
+    cols: int
+    dataflow: str
+
+    def __post_init__(self) -> None:
+        for name in ("rows", "cols"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ScaleSimInputError(f"array {name} {value!r} must be an integer >= 1")
+        if self.dataflow not in DATAFLOWS:
+            raise ScaleSimInputError(
+                f"dataflow {self.dataflow!r} is not one of {', '.join(DATAFLOWS)}; pick one"
+            )
+
+
+@dataclass(frozen=True)
+class SystolicLayer:
+    """One layer as the GEMM ``C[M, N] = A[M, K] @ B[K, N]`` SCALE-Sim runs it as.
+
+    ``m``: ofmap pixels (GEMM rows), ``n``: filters (GEMM columns), ``k``: window
+    (filter height x width x channels, or the GEMM's K).
+    """
+
+    name: str
+    m: int
+    n: int
+    k: int
+
+    def __post_init__(self) -> None:
+        for dim in ("m", "n", "k"):
+            value = getattr(self, dim)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ScaleSimInputError(
+                    f"layer {self.name!r}: {dim.upper()} {value!r} must be an integer >= 1"
+                )
+
+    @classmethod
+    def gemm(cls, name: str, m: int, n: int, k: int) -> SystolicLayer:
+        """A topology row ``Layer, M, N, K``."""
+        return cls(name, m, n, k)
+
+    @classmethod
+    def conv(
+        cls,
+        name: str,
+        ifmap_h: int,
+        ifmap_w: int,
+        filter_h: int,
+        filter_w: int,
+        channels: int,
+        filters: int,
+        stride: int,
+    ) -> SystolicLayer:
+        """A convolution row, lowered as SCALE-Sim lowers it (same stride both ways)."""
+        ofmap_h = _ceil_div(ifmap_h - filter_h + stride, stride)
+        ofmap_w = _ceil_div(ifmap_w - filter_w + stride, stride)
+        return cls(name, ofmap_h * ofmap_w, filters, filter_h * filter_w * channels)
+
+    @property
+    def macs(self) -> int:
+        """MACs the layer needs (SCALE-Sim's ``num_compute``)."""
+        return self.m * self.n * self.k
+
+
+@dataclass(frozen=True)
+class LayerReport:
+    """SCALE-Sim's compute report for one layer, and what the folds read and write."""
+
+    name: str
+    dataflow: str
+    sr: int
+    sc: int
+    t: int
+    row_folds: int
+    col_folds: int
+    fold_cycles: int
+    total_cycles: int
+    stall_cycles: int
+    overall_util_pct: float
+    mapping_efficiency_pct: float
+    compute_util_pct: float
+    ifmap_sram_reads: int
+    filter_sram_reads: int
+    ofmap_sram_writes: int
+
+    @property
+    def folds(self) -> int:
+        return self.row_folds * self.col_folds
+
+
+def _spatio_temporal(layer: SystolicLayer, dataflow: str) -> tuple[int, int, int]:
+    if dataflow == "os":
+        return layer.m, layer.n, layer.k
+    if dataflow == "ws":
+        return layer.k, layer.n, layer.m
+    return layer.k, layer.m, layer.n
+
+
+def _fold_mean(sr: int, sc: int, array: ArrayConfig, per_pe: int, denominator: int) -> float:
+    """SCALE-Sim's ``sum(per_fold) / len(per_fold)`` over ``used * per_pe / denominator``.
+
+    Folds run column fold outer, row fold inner; only the last row fold and the last
+    column fold are partial, so the list is built from four values, then summed in order.
+    """
+    rows, cols = array.rows, array.cols
+    row_folds, col_folds = _ceil_div(sr, rows), _ceil_div(sc, cols)
+    last_r, last_c = sr - (row_folds - 1) * rows, sc - (col_folds - 1) * cols
+
+    def column(c: int) -> list[float]:
+        full = rows * c * per_pe / denominator
+        return [full] * (row_folds - 1) + [last_r * c * per_pe / denominator]
+
+    values = column(cols) * (col_folds - 1) + column(last_c)
+    return sum(values) / len(values)
+
+
+def simulate_layer(layer: SystolicLayer, array: ArrayConfig) -> LayerReport:
+    """The layer on the array, stall-free, as SCALE-Sim's CALC mode reports it."""
+    rows, cols, df = array.rows, array.cols, array.dataflow
+    sr, sc, t = _spatio_temporal(layer, df)
+    row_folds, col_folds = _ceil_div(sr, rows), _ceil_div(sc, cols)
+    folds = row_folds * col_folds
+    if df == "os":
+        fold = t + rows + cols - 2
+        window = fold
+    else:
+        fold = 2 * rows + cols + t - 2
+        window = 2 * rows + 2 * cols + t - 3
+    total = folds * fold - 1
+    if total == 0:
+        raise ScaleSimInputError(
+            f"layer {layer.name!r}: one MAC on a 1 x 1 os array is 0 cycles in SCALE-Sim's count "
+            "(it then divides by zero); use a larger array or K > 1"
+        )
+    pes = rows * cols
+    m, n, k = layer.m, layer.n, layer.k
+    if df == "os":
+        reads = (col_folds * m * k, row_folds * k * n, m * n + folds * (rows + cols))
+    elif df == "ws":
+        reads = (col_folds * m * k, k * n, row_folds * m * n)
+    else:
+        reads = (k * m, col_folds * k * n, row_folds * n * m)
+    return LayerReport(
+        name=layer.name,
+        dataflow=df,
+        sr=sr,
+        sc=sc,
+        t=t,
+        row_folds=row_folds,
+        col_folds=col_folds,
+        fold_cycles=fold,
+        total_cycles=total,
+        stall_cycles=0,
+        overall_util_pct=(layer.macs * 100) / (total * pes),
+        mapping_efficiency_pct=_fold_mean(sr, sc, array, 1, pes) * 100,
+        compute_util_pct=_fold_mean(sr, sc, array, t, pes * window) * 100,
+        ifmap_sram_reads=reads[0],
+        filter_sram_reads=reads[1],
+        ofmap_sram_writes=reads[2],
+    )
+
+
+def simulate_layers(layers: Sequence[SystolicLayer], array: ArrayConfig) -> list[LayerReport]:
+    """Every layer of a topology, in order (SCALE-Sim runs layers independently)."""
+    return [simulate_layer(layer, array) for layer in layers]
+
+
+def compute_report_csv(reports: Sequence[LayerReport]) -> str:
+    """COMPUTE_REPORT.csv as SCALE-Sim writes it, with its columns and number formats.
+
+    ``Total Cycles (incl. prefetch)`` is left empty: it counts SCALE-Sim's DRAM prefetch,
+    which this model does not simulate (a blank is honest; a guess would not be).
+    """
+    lines = [COMPUTE_REPORT_HEADER]
+    for lid, r in enumerate(reports):
+        items = [
+            "",
+            str(r.total_cycles),
+            str(r.stall_cycles),
+            str(r.overall_util_pct),
+            str(r.mapping_efficiency_pct),
+            str(r.compute_util_pct),
+        ]
+        lines.append(f"{lid}, " + ", ".join(items) + ",")
+    return "\n".join(lines) + "\n"
+
+
+# --- SCALE-Sim's files ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScaleSimConfig:
+    """What this model reads from a SCALE-Sim ``.cfg`` file."""
+
+    path: str
+    run_name: str
+    array: ArrayConfig
+    bandwidth_mode: str
+
+    @property
+    def notes(self) -> list[str]:
+        """What is modelled and what is not, for this cfg; printed with every run."""
+        out = [
+            "modelled: stall-free compute cycles, utilisation, mapping efficiency, SRAM "
+            "accesses (SCALE-Sim's InterfaceBandwidth: CALC)",
+            "not modelled: DRAM traffic and 'Total Cycles (incl. prefetch)' (left blank)",
+        ]
+        if self.bandwidth_mode == "USER":
+            out.append(
+                f"{self.path}: InterfaceBandwidth is USER: memory stalls at the given "
+                "bandwidth are NOT modelled; the cycles below are stall-free (Stall Cycles 0), "
+                "a lower bound on SCALE-Sim's USER-mode total"
+            )
+        return out
+
+
+def _cfg_value(conf: configparser.ConfigParser, path: str, section: str, key: str) -> str:
+    if not conf.has_option(section, key):
+        raise ScaleSimInputError(
+            f"{path}: [{section}] has no '{key}'; add it as in SCALE-Sim's configs/scale.cfg"
+        )
+    return conf.get(section, key).strip()
+
+
+def _cfg_int(conf: configparser.ConfigParser, path: str, section: str, key: str) -> int:
+    raw = _cfg_value(conf, path, section, key)
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ScaleSimInputError(
+            f"{path}: [{section}] {key} = {raw!r} is not an integer >= 1; write e.g. 32"
+        )
+    return value
+
+
+def read_scalesim_config(path: str | Path) -> ScaleSimConfig:
+    """Read and validate a SCALE-Sim ``.cfg`` (the keys this model uses, and sparsity off)."""
+    p = str(path)
+    conf = configparser.ConfigParser()
+    try:
+        with open(p) as f:
+            conf.read_file(f)
+    except OSError as exc:
+        raise ScaleSimInputError(
+            f"{p}: cannot read the cfg ({exc.strerror}); check the path"
+        ) from None
+    except configparser.Error as exc:
+        msg = str(exc).splitlines()[0]
+        raise ScaleSimInputError(f"{p}: not a valid cfg file ({msg}); fix its syntax") from None
+    arch = "architecture_presets"
+    dataflow = _cfg_value(conf, p, arch, "Dataflow").lower()
+    if dataflow not in DATAFLOWS:
+        raise ScaleSimInputError(
+            f"{p}: [{arch}] Dataflow = {dataflow!r} is not one of {', '.join(DATAFLOWS)}"
+        )
+    array = ArrayConfig(
+        _cfg_int(conf, p, arch, "ArrayHeight"), _cfg_int(conf, p, arch, "ArrayWidth"), dataflow
+    )
+    mode = _cfg_value(conf, p, "run_presets", "InterfaceBandwidth").upper()
+    if mode not in ("CALC", "USER"):
+        raise ScaleSimInputError(
+            f"{p}: [run_presets] InterfaceBandwidth = {mode!r} is not CALC or USER; use CALC"
+        )
+    if conf.has_option("sparsity", "SparsitySupport") and (
+        conf.get("sparsity", "SparsitySupport").strip().lower() == "true"
+    ):
+        raise ScaleSimInputError(
+            f"{p}: [sparsity] SparsitySupport = true is not modelled; set it to false"
+        )
+    run_name = conf.get("general", "run_name", fallback="scale_run").strip()
+    return ScaleSimConfig(path=p, run_name=run_name, array=array, bandwidth_mode=mode)
+
+
+def _fields(line: str) -> list[str]:
+    """A CSV line's fields, stripped; SCALE-Sim's trailing comma (an empty last field) dropped."""
+    fields = [x.strip() for x in next(csv.reader(io.StringIO(line)), [])]
+    while fields and fields[-1] == "":
+        fields.pop()
+    return fields
+
+
+def _row_ints(path: str, lineno: int, fields: list[str], names: Sequence[str]) -> list[int]:
+    if len(fields) < len(names):
+        raise ScaleSimInputError(
+            f"{path}:{lineno}: {len(fields)} fields, expected {len(names)} "
+            f"({', '.join(names)}); complete the row"
+        )
+    extra = fields[len(names) :]
+    if extra and extra != ["1:1"]:
+        raise ScaleSimInputError(
+            f"{path}:{lineno}: column {len(names) + 1}: {extra[0]!r}: only dense layers "
+            f"(sparsity 1:1) are modelled; remove the extra field(s)"
+        )
+    values = []
+    for col, (raw, name) in enumerate(zip(fields[1 : len(names)], names[1:], strict=True), start=2):
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ScaleSimInputError(
+                f"{path}:{lineno}: column {col} ({name}): {raw!r} is not an integer >= 1; "
+                "write a whole number such as 64"
+            )
+        values.append(value)
+    return values
+
+
+def _conv_layers(path: str, lineno: int, name: str, v: list[int]) -> list[SystolicLayer]:
+    ih, iw, fh, fw, ch, nf, st = v
+    for col, (f, i, what) in enumerate(((fh, ih, "Height"), (fw, iw, "Width")), start=4):
+        if f > i:
+            raise ScaleSimInputError(
+                f"{path}:{lineno}: column {col} (Filter {what}): {f} is larger than the "
+                f"IFMAP {what.lower()} {i}; a filter must fit the input"
+            )
+    if "DP" in name:  # SCALE-Sim: a depth-wise layer is one single-channel layer per channel
+        return [
+            SystolicLayer.conv(f"{name}Channel_{c}", ih, iw, fh, fw, 1, nf, st) for c in range(ch)
+        ]
+    return [SystolicLayer.conv(name, ih, iw, fh, fw, ch, nf, st)]
+
+
+def read_scalesim_topology(path: str | Path) -> list[SystolicLayer]:
+    """Read and validate a SCALE-Sim topology CSV, GEMM (``Layer,M,N,K,``) or convolution.
+
+    The kind is told by the header (4 columns: GEMM, 8: convolution); SCALE-Sim's own
+    ``-i gemm`` flag is not needed. A bad row raises with file, line and column.
+    """
+    p = str(path)
+    try:
+        with open(p) as f:
+            lines = f.read().splitlines()
+    except OSError as exc:
+        raise ScaleSimInputError(
+            f"{p}: cannot read the topology ({exc.strerror}); check the path"
+        ) from None
+    if not lines:
+        raise ScaleSimInputError(f"{p}:1: the file is empty; give a header and one row per layer")
+    header = _fields(lines[0])
+    if len(header) == len(GEMM_COLUMNS):
+        names: Sequence[str] = GEMM_COLUMNS
+    elif len(header) == len(CONV_COLUMNS):
+        names = CONV_COLUMNS
+    else:
+        raise ScaleSimInputError(
+            f"{p}:1: header has {len(header)} columns; expected 4 ({','.join(GEMM_COLUMNS)}) "
+            f"or 8 ({','.join(CONV_COLUMNS)})"
+        )
+    layers: list[SystolicLayer] = []
+    for lineno, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = _fields(line)
+        if not fields or not fields[0]:
+            raise ScaleSimInputError(
+                f"{p}:{lineno}: column 1 ({names[0]}): empty; give the layer a name"
+            )
+        values = _row_ints(p, lineno, fields, names)
+        if names is GEMM_COLUMNS:
+            layers.append(SystolicLayer.gemm(fields[0], *values))
+        else:
+            layers.extend(_conv_layers(p, lineno, fields[0], values))
+    if not layers:
+        raise ScaleSimInputError(f"{p}: no layers after the header; add one row per layer")
+    return layers

@@ -238,7 +238,7 @@ def _busbw_vs_size(grid: Grid, path: Path) -> Path:
     fig, axes = _panels(
         f"Allreduce bus bandwidth vs message size, {GATED_CHIPS} chips "
         f"(busbw = algbw x 2(p-1)/p, GB = 1e9 B)\ndashed: each algorithm's own bandwidth "
-        f"bound (its busiest link direction, reduce engine or HBM); {_source_note(grid)}"
+        f"bound (its busiest link direction, reduce engine or HBM)\n{_source_note(grid)}"
     )
     for ax, topology in zip(axes, TOPOLOGIES, strict=True):
         top = 0.0

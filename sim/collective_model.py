@@ -50,6 +50,7 @@ from sim.kernels.allreduce import (
     CollectiveError,
     binary_tree,
     double_binary_tree,
+    tree_levels,
 )
 from sim.link import Network, build_network
 from sim.topology import Topology
@@ -144,15 +145,7 @@ def _ring_part(rings: Sequence[Sequence[int]], m: float, collective: str) -> lis
 
 def _tree_part(parent: Sequence[int], order: Sequence[int], m: float) -> list[ModelStep]:
     p = len(parent)
-    depth = [0] * p
-    for r in range(p):
-        x = r
-        while parent[x] >= 0:
-            depth[r], x = depth[r] + 1, parent[x]
-    height = [0] * p
-    for r in sorted(range(p), key=lambda r: -depth[r]):
-        if parent[r] >= 0:
-            height[parent[r]] = max(height[parent[r]], height[r] + 1)
+    depth, height = tree_levels(parent)
     up = [
         ModelStep(
             tuple((order[r], order[parent[r]]) for r in range(p) if height[r] == h),

@@ -302,8 +302,10 @@ def double_binary_tree(p: int) -> tuple[list[int], list[int]]:
     return t0, t1
 
 
-def _tree_steps(parent: Sequence[int], chips: Sequence[int], rng: Range) -> Steps:
-    """Reduce up by height (leaves first), then broadcast down by depth, on range ``rng``."""
+def tree_levels(parent: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Each rank's depth (hops to the root) and height (longest path down to a leaf) in a
+    tree given by ``parent`` (-1 at the root): reduce goes up by height, broadcast down by
+    depth."""
     p = len(parent)
     depth = [0] * p
     for r in range(p):
@@ -314,6 +316,13 @@ def _tree_steps(parent: Sequence[int], chips: Sequence[int], rng: Range) -> Step
     for r in sorted(range(p), key=lambda r: -depth[r]):
         if parent[r] >= 0:
             height[parent[r]] = max(height[parent[r]], height[r] + 1)
+    return depth, height
+
+
+def _tree_steps(parent: Sequence[int], chips: Sequence[int], rng: Range) -> Steps:
+    """Reduce up by height (leaves first), then broadcast down by depth, on range ``rng``."""
+    p = len(parent)
+    depth, height = tree_levels(parent)
     top = max(height, default=0)
     up = [
         [Message(chips[r], chips[parent[r]], *rng, True) for r in range(p) if height[r] == h]

@@ -309,13 +309,19 @@ def _cfg_value(conf: configparser.ConfigParser, path: str, section: str, key: st
     return conf.get(section, key).strip()
 
 
-def _cfg_int(conf: configparser.ConfigParser, path: str, section: str, key: str) -> int:
-    raw = _cfg_value(conf, path, section, key)
+def _positive_int(raw: str) -> int | None:
+    """``raw`` as an integer >= 1, or None if it is not one."""
     try:
         value = int(raw)
     except ValueError:
-        value = 0
-    if value < 1:
+        return None
+    return value if value >= 1 else None
+
+
+def _cfg_int(conf: configparser.ConfigParser, path: str, section: str, key: str) -> int:
+    raw = _cfg_value(conf, path, section, key)
+    value = _positive_int(raw)
+    if value is None:
         raise ScaleSimInputError(
             f"{path}: [{section}] {key} = {raw!r} is not an integer >= 1; write e.g. 32"
         )
@@ -382,11 +388,8 @@ def _row_ints(path: str, lineno: int, fields: list[str], names: Sequence[str]) -
         )
     values = []
     for col, (raw, name) in enumerate(zip(fields[1 : len(names)], names[1:], strict=True), start=2):
-        try:
-            value = int(raw)
-        except ValueError:
-            value = 0
-        if value < 1:
+        value = _positive_int(raw)
+        if value is None:
             raise ScaleSimInputError(
                 f"{path}:{lineno}: column {col} ({name}): {raw!r} is not an integer >= 1; "
                 "write a whole number such as 64"

@@ -49,6 +49,7 @@ __all__ = [
     "ScaleSimInputError",
     "SystolicLayer",
     "compute_report_csv",
+    "layer_cycles",
     "read_scalesim_config",
     "read_scalesim_topology",
     "simulate_layer",
@@ -201,19 +202,32 @@ def _fold_mean(sr: int, sc: int, array: ArrayConfig, per_pe: int, denominator: i
     return sum(values) / len(values)
 
 
+def _fold_cycles(t: int, array: ArrayConfig) -> int:
+    """Cycles of one fold: skew in, ``t`` steps, skew out (``ws``/``is`` first load a stationary
+    operand, ``rows`` cycles); SCALE-Sim runs folds one after another, never overlapped."""
+    if array.dataflow == "os":
+        return t + array.rows + array.cols - 2
+    return 2 * array.rows + array.cols + t - 2
+
+
+def layer_cycles(layer: SystolicLayer, array: ArrayConfig) -> int:
+    """Cycles the layer occupies the array: ``folds * fold``, SCALE-Sim's Total Cycles + 1.
+
+    (SCALE-Sim reports the index of its last cycle, counted from 0; this is the duration.)
+    """
+    sr, sc, t = _spatio_temporal(layer, array.dataflow)
+    return _ceil_div(sr, array.rows) * _ceil_div(sc, array.cols) * _fold_cycles(t, array)
+
+
 def simulate_layer(layer: SystolicLayer, array: ArrayConfig) -> LayerReport:
     """The layer on the array, stall-free, as SCALE-Sim's CALC mode reports it."""
     rows, cols, df = array.rows, array.cols, array.dataflow
     sr, sc, t = _spatio_temporal(layer, df)
     row_folds, col_folds = _ceil_div(sr, rows), _ceil_div(sc, cols)
     folds = row_folds * col_folds
-    if df == "os":
-        fold = t + rows + cols - 2
-        window = fold
-    else:
-        fold = 2 * rows + cols + t - 2
-        window = 2 * rows + 2 * cols + t - 3
-    total = folds * fold - 1
+    fold = _fold_cycles(t, array)
+    window = fold if df == "os" else 2 * rows + 2 * cols + t - 3
+    total = layer_cycles(layer, array) - 1
     if total == 0:
         raise ScaleSimInputError(
             f"layer {layer.name!r}: one MAC on a 1 x 1 os array is 0 cycles in SCALE-Sim's count "

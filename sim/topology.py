@@ -25,6 +25,8 @@ import yaml
 
 from sim.errors import TopologyError, short_number, short_repr
 from sim.limits import MAX_CODE, MAX_INT_KEY, MAX_OP_PS, MAX_TOPOLOGY_FILE_BYTES
+from sim.pe import PE_MODELS, systolic_tile_cycles
+from sim.systolic import DATAFLOWS
 
 __all__ = [
     "TOPOLOGY_DIR",
@@ -65,12 +67,23 @@ class DTypeConfig:
 
 @dataclass(frozen=True)
 class PEConfig:
+    """The PE. ``model: tile`` (the default) is a pipeline of ``pipeline_stages`` stages of
+    ``stage_ns``; ``model: systolic`` is a ``rows x cols`` array running ``dataflow``, one step
+    per clock cycle (``cycle_ps``, from ``clock_ghz``), whose ``stage_ns`` (the tile-op issue
+    interval) and ``pipeline_stages`` (1: tile-ops do not overlap) are derived at load by
+    :mod:`sim.pe`, not written in the file (docs/adr/0012)."""
+
     tile_m: int
     tile_k: int
     tile_n: int
     pipeline_stages: int
     stage_ns: float
     operand_slots: int
+    model: str = "tile"
+    rows: int = 0
+    cols: int = 0
+    dataflow: str = ""
+    cycle_ps: int = 0
 
     @property
     def stage_ps(self) -> int:
@@ -82,8 +95,20 @@ class PEConfig:
 
     @property
     def peak_macs_per_ns(self) -> float:
-        """Peak PE throughput: one tile-op of m*k*n MACs every T ns."""
+        """Peak PE throughput: one tile-op of m*k*n MACs every T ns (tile); every PE of the
+        array doing one MAC per cycle (systolic, as SCALE-Sim's overall utilisation counts)."""
+        if self.model == "systolic":
+            return self.rows * self.cols * PS_PER_NS / self.cycle_ps
         return self.tile_macs / float(self.stage_ns)
+
+    def content(self) -> dict[str, Any]:
+        """The keys the topology file gives (derived values left out): what is fingerprinted."""
+        out = dataclasses.asdict(self)
+        # a tile PE's content is what it was before pe.model existed (same fingerprints)
+        left_out: tuple[str, ...] = ("model", *_PE_SYSTOLIC, "cycle_ps")
+        if self.model == "systolic":
+            left_out = (*_PE_TILE_ONLY, "cycle_ps")
+        return {k: v for k, v in out.items() if k not in left_out}
 
 
 @dataclass(frozen=True)
@@ -201,12 +226,20 @@ class Topology:
             data["chips"]["torus_dims"] = list(dims)
         return _build(data, f"{self.source} (chips overridden: {sorted(changes)})")
 
+    def with_systolic_pe(self, rows: int, cols: int, dataflow: str) -> Topology:
+        """A revalidated copy whose PE is a ``rows x cols`` systolic array (same tiles)."""
+        data = self.to_dict()
+        pe = data["pe"]
+        for key in _PE_TILE_ONLY:
+            pe.pop(key, None)
+        pe.update(model="systolic", rows=rows, cols=cols, dataflow=dataflow)
+        return _build(data, f"{self.source} (pe: systolic {rows}x{cols} {dataflow})")
+
     def to_dict(self) -> dict[str, Any]:
         """The normalised content (what the fingerprint hashes)."""
         out: dict[str, Any] = {"name": self.name, "clock_ghz": self.clock_ghz}
         for section in _SCHEMA:
-            out[section] = dataclasses.asdict(getattr(self, section))
-        out["chips"]["torus_dims"] = list(self.chips.torus_dims)
+            out[section] = _normal(getattr(self, section))
         return out
 
 
@@ -250,6 +283,14 @@ _SCHEMA: dict[str, dict[str, tuple[str, str]]] = {
         "staging_buffers": ("int", "receive buffers (one chunk each) per link peer"),
     },
 }
+# pe.model: systolic replaces the tile pipeline's two keys by the array's three
+_PE_TILE_ONLY = ("pipeline_stages", "stage_ns")
+_PE_SYSTOLIC: dict[str, tuple[str, str]] = {
+    "rows": ("int", "PE rows of the systolic array"),
+    "cols": ("int", "PE columns of the systolic array"),
+    "dataflow": ("choice", "systolic dataflow: " + ", ".join(DATAFLOWS)),
+}
+_CHOICES = {"chips.topology": CHIP_TOPOLOGIES, "pe.model": PE_MODELS, "pe.dataflow": DATAFLOWS}
 _TOP_LEVEL = {"name", "clock_ghz", *_SCHEMA}
 _SECTION_TYPES: dict[str, type] = {
     "dtype": DTypeConfig,
@@ -344,8 +385,9 @@ def _check_value(source: str, key: str, kind: str, value: object) -> object:
     if kind == "int":
         return _integer(source, key, value)
     if kind == "choice":
-        if not isinstance(value, str) or value not in CHIP_TOPOLOGIES:
-            raise _fail(source, key, value, f"must be one of {', '.join(CHIP_TOPOLOGIES)}")
+        choices = _CHOICES[key]
+        if not isinstance(value, str) or value not in choices:
+            raise _fail(source, key, value, f"must be one of {', '.join(choices)}")
         return value
     if kind == "dims":
         if not isinstance(value, (list, tuple)) or len(value) != 2:
@@ -361,7 +403,13 @@ def _require_mapping(source: str, key: str, value: object) -> Mapping[str, Any]:
     return value
 
 
-def _check_keys(source: str, prefix: str, got: Mapping[str, Any], allowed: set[str]) -> None:
+def _check_keys(
+    source: str,
+    prefix: str,
+    got: Mapping[str, Any],
+    allowed: set[str],
+    optional: frozenset[str] = frozenset(),
+) -> None:
     for key in got:
         if not isinstance(key, str):
             raise TopologyError(
@@ -375,7 +423,7 @@ def _check_keys(source: str, prefix: str, got: Mapping[str, Any], allowed: set[s
             f"{source}: unknown key '{key}'. Allowed here: {', '.join(sorted(allowed))}. "
             "Remove or rename it."
         )
-    missing = sorted(allowed - set(got))
+    missing = sorted(allowed - set(got) - optional)
     if missing:
         raise TopologyError(
             f"{source}: missing key '{prefix}{missing[0]}'. Add it to the topology file."
@@ -395,13 +443,21 @@ def _check_durations(source: str, sections: Mapping[str, Any]) -> None:
     fetch, dtype = sections["fetch"], sections["dtype"]
     tile_pair = (pe.tile_m + pe.tile_n) * pe.tile_k * dtype.bytes_per_element
     chunk = f"one {chips.chunk_kib} KiB chunk"
+    pe_case = (
+        "pe.pipeline_stages",
+        pe.pipeline_stages,
+        pe.stage_ps * pe.pipeline_stages,
+        "a tile-op's issue-to-retire time (pipeline_stages x stage_ns)",
+    )
+    if pe.model == "systolic":
+        pe_case = (
+            "pe.rows",
+            pe.rows,
+            pe.stage_ps,
+            f"one tile-op's folds on the {pe.rows} x {pe.cols} {pe.dataflow} array",
+        )
     cases = [
-        (
-            "pe.pipeline_stages",
-            pe.pipeline_stages,
-            pe.stage_ps * pe.pipeline_stages,
-            "a tile-op's issue-to-retire time (pipeline_stages x stage_ns)",
-        ),
+        pe_case,
         (
             "hbm.hbm_to_router_bw_gbs",
             hbm.hbm_to_router_bw_gbs,
@@ -430,7 +486,9 @@ def _check_durations(source: str, sections: Mapping[str, Any]) -> None:
     for key, value, ps, what in cases:
         if ps > MAX_OP_PS:
             rate = "; use fewer stages or a shorter pe.stage_ns"
-            if key != "pe.pipeline_stages":
+            if key == "pe.rows":
+                rate = "; use a larger array or smaller tiles"
+            elif key != "pe.pipeline_stages":
                 least = float(_exact(value) * ps / MAX_OP_PS)
                 rate = f"; use at least {least:.3g} GB/s (or less data per operation)"
             raise _fail(
@@ -463,6 +521,60 @@ def _check_clock(source: str, clock: int | float, pe: PEConfig) -> None:
         )
 
 
+def _build_pe(source: str, raw: Mapping[str, Any], clock: int | float) -> PEConfig:
+    """The ``pe`` section: the tile pipeline's keys, or ``model: systolic`` and its array's."""
+    model = str(_check_value(source, "pe.model", "choice", raw.get("model", "tile")))
+    fields = dict(_SCHEMA["pe"])
+    if model == "tile":
+        misplaced = [k for k in _PE_SYSTOLIC if k in raw]
+        if misplaced:
+            stated = "is tile" if "model" in raw else "is not given, so it is tile"
+            raise TopologyError(
+                f"{source}: key 'pe.{misplaced[0]}' is only read when pe.model is systolic, "
+                f"and pe.model {stated}. Add 'model: systolic' to the pe section, or remove "
+                f"pe.{misplaced[0]}."
+            )
+    else:
+        misplaced = [k for k in _PE_TILE_ONLY if k in raw]
+        if misplaced:
+            raise TopologyError(
+                f"{source}: key 'pe.{misplaced[0]}' is not used when pe.model is systolic: a "
+                "tile-op's timing comes from pe.rows, pe.cols, pe.dataflow and clock_ghz "
+                f"(sim/pe.py, docs/adr/0012). Remove pe.{misplaced[0]}, or set pe.model: tile."
+            )
+        fields = {k: v for k, v in fields.items() if k not in _PE_TILE_ONLY} | _PE_SYSTOLIC
+    _check_keys(source, "pe.", raw, {*fields, "model"}, frozenset({"model"}))
+    values: dict[str, Any] = {
+        key: _check_value(source, f"pe.{key}", kind, raw[key])
+        for key, (kind, _desc) in fields.items()
+    }
+    if model == "tile":
+        return PEConfig(**values)
+    cycle = PS_PER_NS / _exact(clock)
+    if cycle.denominator != 1:
+        raise _fail(
+            source,
+            "clock_ghz",
+            clock,
+            f"with pe.model systolic the array steps once per clock cycle, so a cycle "
+            f"(1000 / clock_ghz = {float(cycle):.6g} ps) must be a whole number of picoseconds; "
+            "use e.g. 0.5, 1, 1.25 or 2 GHz",
+        )
+    cycles = systolic_tile_cycles(
+        values["tile_m"],
+        values["tile_k"],
+        values["tile_n"],
+        values["rows"],
+        values["cols"],
+        values["dataflow"],
+    )
+    issue = Fraction(cycles * int(cycle), PS_PER_NS)
+    stage_ns = int(issue) if issue.denominator == 1 else float(issue)
+    return PEConfig(
+        **values, model=model, pipeline_stages=1, stage_ns=stage_ns, cycle_ps=int(cycle)
+    )
+
+
 def _build(data: object, source: str) -> Topology:
     data = _require_mapping(source, "<top level>", data)
     _check_keys(source, "", data, _TOP_LEVEL)
@@ -475,6 +587,9 @@ def _build(data: object, source: str) -> Topology:
     sections: dict[str, Any] = {}
     for section, fields in _SCHEMA.items():
         raw = _require_mapping(source, section, data[section])
+        if section == "pe":
+            sections["pe"] = _build_pe(source, raw, clock)
+            continue
         _check_keys(source, f"{section}.", raw, set(fields))
         values = {
             key: _check_value(source, f"{section}.{key}", kind, raw[key])
@@ -504,6 +619,9 @@ def _build(data: object, source: str) -> Topology:
 
 
 def _normal(section: object) -> dict[str, Any]:
+    """A section's content as plain values (the PE leaves out what it derives)."""
+    if isinstance(section, PEConfig):
+        return section.content()
     out = dataclasses.asdict(section)  # type: ignore[call-overload]
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()}
 

@@ -120,3 +120,78 @@ def test_replace_chips_revalidates() -> None:
     assert t16.chips.count == 16 and t16.fingerprint != topo.fingerprint
     with pytest.raises(TopologyError, match="torus_dims"):
         topo.replace_chips(count=16, topology="torus2d", torus_dims=(2, 4))
+
+
+# --- pe.model: systolic (docs/adr/0012) ---------------------------------------------------
+
+
+def _systolic(data: dict[str, Any], **pe: Any) -> None:
+    for key in ("pipeline_stages", "stage_ns"):
+        del data["pe"][key]
+    data["pe"].update({"model": "systolic", "rows": 32, "cols": 16, "dataflow": "ws", **pe})
+
+
+def test_a_systolic_pe_loads_with_derived_timing_and_fingerprints_its_keys(tmp_path: Path) -> None:
+    """rows, cols and dataflow are read; stage_ns (the tile-op interval) is derived, not
+    stored; each of the three keys moves the fingerprint, and a round trip keeps it."""
+    topo = load_topology(_write(tmp_path, _systolic))
+    pe = topo.pe
+    assert (pe.model, pe.rows, pe.cols, pe.dataflow) == ("systolic", 32, 16, "ws")
+    # ws, 32 x 64 x 32 tile-op: Sr = K = 64 -> 2 row folds, Sc = N = 32 -> 2 column folds,
+    # T = M = 32; a fold is 2 * 32 + 16 + 32 - 2 = 110 cycles of 1 ns at 1 GHz
+    assert (pe.stage_ps, pe.pipeline_stages) == (4 * 110 * 1000, 1)
+    assert pe.peak_macs_per_ns == 32 * 16  # every PE, one MAC per 1 ns cycle
+    content = topo.to_dict()["pe"]
+    assert "stage_ns" not in content and "pipeline_stages" not in content
+    prints = {topo.fingerprint, load_topology().fingerprint}
+    for change in ({"rows": 16}, {"cols": 32}, {"dataflow": "is"}):
+        path = tmp_path / f"{next(iter(change))}.yaml"
+        path.write_text(_write(tmp_path, lambda d, c=change: _systolic(d, **c)).read_text())
+        prints.add(load_topology(path).fingerprint)
+    assert len(prints) == 5
+    same = load_topology().with_systolic_pe(32, 16, "ws")
+    assert same.fingerprint == topo.fingerprint and same.to_dict() == topo.to_dict()
+
+
+def test_an_explicit_tile_model_is_the_default_and_keeps_the_fingerprint(tmp_path: Path) -> None:
+    """`model: tile` written out is the same hardware as no model key: same fingerprint."""
+    topo = load_topology(_write(tmp_path, lambda d: d["pe"].update(model="tile")))
+    assert topo.pe.model == "tile"
+    assert topo.fingerprint == load_topology().fingerprint
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needles"),
+    [
+        (lambda d: d["pe"].update(model="mesh"), ["'pe.model'", "one of tile, systolic"]),
+        (lambda d: d["pe"].update(rows=8), ["'pe.rows'", "only read when pe.model is systolic"]),
+        (
+            lambda d: (_systolic(d), d["pe"].update(stage_ns=16)),
+            ["'pe.stage_ns'", "not used when pe.model is systolic", "Remove pe.stage_ns"],
+        ),
+        (lambda d: _systolic(d, dataflow="rs"), ["'pe.dataflow'", "one of os, ws, is"]),
+        (lambda d: _systolic(d, rows=0), ["'pe.rows'", "must be positive"]),
+        (lambda d: _systolic(d, cols=2.5), ["'pe.cols'", "must be an integer"]),
+        (lambda d: (_systolic(d), d["pe"].pop("cols")), ["missing key 'pe.cols'"]),
+        (lambda d: _systolic(d, banks=2), ["unknown key 'pe.banks'", "dataflow"]),
+        (
+            lambda d: (_systolic(d), d.update(clock_ghz=1.5)),
+            ["'clock_ghz'", "whole number of picoseconds", "666.667 ps"],
+        ),
+        (
+            lambda d: (_systolic(d, rows=1, cols=1), d["pe"].update(tile_m=2**20, tile_n=2**20)),
+            ["'pe.rows'", "folds on the 1 x 1 ws array", "larger array"],
+        ),
+    ],
+)
+def test_a_bad_systolic_pe_section_is_one_clear_error(
+    tmp_path: Path, mutate: Any, needles: list[str]
+) -> None:
+    """Each mistake names the file, the key and the fix."""
+    path = _write(tmp_path, mutate)
+    with pytest.raises(TopologyError) as info:
+        load_topology(path)
+    message = str(info.value)
+    assert str(path) in message
+    for needle in needles:
+        assert needle in message

@@ -49,6 +49,7 @@ from sim.errors import InputError
 from sim.hbm import align_up, transfer_channels
 from sim.limits import check_gemm, shape_dims, whole_number
 from sim.oplog import OpLog
+from sim.pe import tile_op_timing
 from sim.topology import Topology, ps_for_bytes
 
 __all__ = [
@@ -259,8 +260,7 @@ class GemmProgram:
         self.hbm_bytes = self.c_base + plan.out_tiles * plan.c_bytes
         self.setup, self.lat = topo.dma.setup_ps, hbm.latency_ps
         self.fetch_ps = ps_for_bytes(plan.a_bytes + plan.b_bytes, topo.fetch.bw)
-        self.T = topo.pe.stage_ps
-        self.retire = topo.pe.pipeline_stages * self.T
+        self.T, self.retire = tile_op_timing(topo)  # PE issue interval, issue-to-retire
         self.tile_macs = topo.pe.tile_macs
         self.slots = topo.pe.operand_slots
         self.RK = self.Nt * self.Kt  # tile-ops per row of output tiles

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benches import _gemm_systolic as systolic
 from pytest_npubench import Bench, ConfigResult, Metric, Result
 from sim import gemm_metrics, load_topology
 from sim.datacheck import DataCheckError, check_gemm_data
@@ -100,13 +101,13 @@ METRICS = _metric_spec()
 
 def config_id(params: dict[str, Any]) -> str:
     m, k, n = params["shape"]
-    return f"{m}x{k}x{n}-{params['variant']}"
+    return f"{m}x{k}x{n}-{params['variant']}" + systolic.id_suffix(params)
 
 
 def run(params: dict[str, Any]) -> Result:
     """Simulate one config; check coverage and replay its data (bytes really move)."""
     shape = GemmShape(*params["shape"])
-    sim_run = simulate_gemm(shape, params["variant"], TOPOLOGY)
+    sim_run = simulate_gemm(shape, params["variant"], systolic.topology_for(params, TOPOLOGY))
     problems = []
     try:
         check_coverage(sim_run)
@@ -124,7 +125,7 @@ def run(params: dict[str, Any]) -> Result:
 def excluded(params: dict[str, Any]) -> bool:
     """A shape that exists for one mode runs only with the variant that has that mode."""
     wanted = MODE_SHAPES.get(tuple(params["shape"]))
-    return wanted is not None and params["variant"] != wanted
+    return (wanted is not None and params["variant"] != wanted) or systolic.excluded(params)
 
 
 STAGE_NAMES = {"dma_in": "DMA in", "fetch": "Fetch", "gemm": "GEMM", "dma_out": "DMA out"}
@@ -173,7 +174,8 @@ def explain(current: Mapping[str, float], baseline: Mapping[str, float]) -> list
 
 def trace(params: dict[str, Any], path: Path, limit: int) -> Path:
     """Write the config's op log as Chrome trace-event JSON (merged above ``limit`` events)."""
-    sim_run = simulate_gemm(GemmShape(*params["shape"]), params["variant"], TOPOLOGY)
+    topo = systolic.topology_for(params, TOPOLOGY)
+    sim_run = simulate_gemm(GemmShape(*params["shape"]), params["variant"], topo)
     return write_trace(sim_run.log, path, limit=limit, title=f"gemm[{config_id(params)}]")
 
 
@@ -218,14 +220,18 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
-    grid = _by_shape(results)
+    grid = _by_shape(systolic.tile_results(results))
     outdir.mkdir(parents=True, exist_ok=True)
+    pe_models = systolic.systolic_vs_tile(results, TOPOLOGY, outdir / "systolic_vs_tile.png")
+    if not grid:  # only systolic-PE configs were selected (-k systolic)
+        return [pe_models]
     paths = [
         _stage_breakdown(grid, outdir / "stage_breakdown.png"),
         _mac_utilization(grid, outdir / "mac_utilization.png"),
         _theory_vs_measured(grid, outdir / "theoretical_vs_measured.png"),
         _roofline(grid, outdir / "roofline.png"),
     ]
+    paths.append(pe_models)
     return paths
 
 
@@ -447,7 +453,7 @@ def _roofline(grid: dict[Shape, dict[str, ConfigResult]], path: Path) -> Path:
 
 BENCH = Bench(
     name="gemm",
-    sweep={"shape": GATED + REGEN_ONLY, "variant": list(VARIANTS)},
+    sweep={"shape": GATED + REGEN_ONLY, "variant": list(VARIANTS), "pe": list(systolic.PE_MODELS)},
     run=run,
     metrics=METRICS,
     config_id=config_id,

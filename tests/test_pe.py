@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -88,8 +89,9 @@ def test_gemm_latency_on_a_systolic_pe_is_monotone_in_each_dimension(
 
 
 def test_on_a_systolic_pe_the_pe_sets_the_pace_and_the_model_agrees() -> None:
-    """A 32x32 os array is ~8x slower per tile-op than the tile pipeline (126 vs 16 ns): the analytic model
-    names the PE as the limiter, and the simulator runs the tile-ops back to back."""
+    """A 32x32 os array is ~8x slower per tile-op than the tile pipeline (126 vs 16 ns):
+    the analytic model names the PE as the limiter, and the simulator runs the tile-ops
+    back to back."""
     topo = TOPO.with_systolic_pe(TOPO.pe.tile_m, TOPO.pe.tile_n, "os")
     shape = GemmShape(256, 256, 256)
     run = run_gemm(shape, "prefetch", topo)
@@ -98,3 +100,21 @@ def test_on_a_systolic_pe_the_pe_sets_the_pace_and_the_model_agrees() -> None:
     assert model.limiter == "pe" and model.ii_ps == issue
     assert run.log.makespan_ps >= run.program.plan.tile_ops * issue
     assert abs(run.log.makespan_ps / model.ideal_ps - 1) < 1e-3
+
+
+def test_the_gated_systolic_pe_configs_pass_against_their_baselines(
+    pytester: pytest.Pytester,
+) -> None:
+    """The bench's systolic-PE configs are gated and match the committed baseline; the
+    figure comparing the two PE models is drawn from them."""
+    root = Path(__file__).resolve().parents[1]
+    (pytester.path / "benches").mkdir()
+    (pytester.path / "baselines").mkdir()
+    for name in ("gemm.py", "_gemm_systolic.py"):
+        shutil.copy(root / "benches" / name, pytester.path / "benches" / name)
+    shutil.copy(root / "baselines" / "gemm.json", pytester.path / "baselines" / "gemm.json")
+    result = pytester.runpytest_subprocess(
+        "--npubench", "gemm", "-k", "systolic", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=2)
+    assert (pytester.path / "npubench-artifacts" / "gemm" / "systolic_vs_tile.png").is_file()

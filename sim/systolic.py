@@ -47,8 +47,10 @@ __all__ = [
     "LayerReport",
     "ScaleSimConfig",
     "ScaleSimInputError",
+    "SramSizes",
     "SystolicLayer",
     "compute_report_csv",
+    "dram_accesses",
     "layer_cycles",
     "read_scalesim_config",
     "read_scalesim_topology",
@@ -82,6 +84,20 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+# SCALE-Sim's memory model constants (single_layer_sim.py hard-codes them, not the cfg)
+SCALESIM_WORD_BYTES = 1
+SCALESIM_ACTIVE_PCT = 50  # active_buf_frac 0.5: half of each buffer is active, half prefetch
+
+
+@dataclass(frozen=True)
+class SramSizes:
+    """The cfg's ``IfmapSramSzkB``, ``FilterSramSzkB``, ``OfmapSramSzkB`` (KiB)."""
+
+    ifmap_kib: int
+    filter_kib: int
+    ofmap_kib: int
+
+
 @dataclass(frozen=True)
 class ArrayConfig:
     """A systolic array of ``rows x cols`` PEs running one dataflow (``os``, ``ws``, ``is``)."""
@@ -113,6 +129,8 @@ class SystolicLayer:
     m: int
     n: int
     k: int
+    #: distinct IFMAP elements the layer reads (a convolution's windows overlap); 0: M * K
+    ifmap_elems: int = 0
 
     def __post_init__(self) -> None:
         for dim in ("m", "n", "k"):
@@ -142,12 +160,27 @@ class SystolicLayer:
         """A convolution row, lowered as SCALE-Sim lowers it (same stride both ways)."""
         ofmap_h = _ceil_div(ifmap_h - filter_h + stride, stride)
         ofmap_w = _ceil_div(ifmap_w - filter_w + stride, stride)
-        return cls(name, ofmap_h * ofmap_w, filters, filter_h * filter_w * channels)
+        touched = _touched(ifmap_h, filter_h, stride, ofmap_h)
+        touched *= _touched(ifmap_w, filter_w, stride, ofmap_w)
+        return cls(
+            name, ofmap_h * ofmap_w, filters, filter_h * filter_w * channels, touched * channels
+        )
 
     @property
     def macs(self) -> int:
         """MACs the layer needs (SCALE-Sim's ``num_compute``)."""
         return self.m * self.n * self.k
+
+    @property
+    def distinct_ifmap(self) -> int:
+        return self.ifmap_elems or self.m * self.k
+
+
+def _touched(size: int, window: int, stride: int, outputs: int) -> int:
+    """Input rows (or columns) some window covers; SCALE-Sim drops a window's part past the edge."""
+    if stride >= window:
+        return sum(min(window, size - i * stride) for i in range(outputs) if i * stride < size)
+    return min((outputs - 1) * stride + window, size)
 
 
 @dataclass(frozen=True)
@@ -261,6 +294,39 @@ def simulate_layer(layer: SystolicLayer, array: ArrayConfig) -> LayerReport:
     )
 
 
+def dram_accesses(
+    layer: SystolicLayer, array: ArrayConfig, sram: SramSizes
+) -> tuple[int | None, int | None, int | None]:
+    """SCALE-Sim's DRAM IFMAP reads, filter reads and OFMAP writes (CALC mode), or None.
+
+    They are exact where nothing is evicted before its reuse, so they follow from sizes:
+    a read buffer fetches every address it misses, in sets of ``floor(elems / 100)``, and
+    evicts only once its active half (50 sets) has filled; so an operand with fewer
+    distinct addresses than that is fetched exactly once per address. The write buffer
+    drains to DRAM only past its drain half; below it, DRAM gets every element written
+    (``os`` writes each output once; ``ws`` and ``is`` write partial sums once per row fold).
+    Otherwise (None) the count depends on the order of addresses cycle by cycle: which sets
+    were evicted before an address came back, and a padded line counted mid-drain.
+    """
+    r = simulate_layer(layer, array)
+
+    def elems(kib: int) -> int:
+        return kib * 1024 // SCALESIM_WORD_BYTES
+
+    def reads(distinct: int, kib: int) -> int | None:
+        active = SCALESIM_ACTIVE_PCT * (elems(kib) // 100)
+        return distinct if distinct < active else None
+
+    stored = layer.m * layer.n if array.dataflow == "os" else r.ofmap_sram_writes
+    total = elems(sram.ofmap_kib)
+    drain = total - _ceil_div(total * SCALESIM_ACTIVE_PCT, 100)
+    return (
+        reads(layer.distinct_ifmap, sram.ifmap_kib),
+        reads(layer.k * layer.n, sram.filter_kib),
+        stored if stored <= drain else None,
+    )
+
+
 def simulate_layers(layers: Sequence[SystolicLayer], array: ArrayConfig) -> list[LayerReport]:
     """Every layer of a topology, in order (SCALE-Sim runs layers independently)."""
     return [simulate_layer(layer, array) for layer in layers]
@@ -297,6 +363,7 @@ class ScaleSimConfig:
     run_name: str
     array: ArrayConfig
     bandwidth_mode: str
+    sram: SramSizes | None = None  # None if the cfg does not give all three sizes
 
     @property
     def notes(self) -> list[str]:
@@ -304,7 +371,8 @@ class ScaleSimConfig:
         out = [
             "modelled: stall-free compute cycles, utilisation, mapping efficiency, SRAM "
             "accesses (SCALE-Sim's InterfaceBandwidth: CALC)",
-            "not modelled: DRAM traffic and 'Total Cycles (incl. prefetch)' (left blank)",
+            "not modelled: 'Total Cycles (incl. prefetch)' (left blank), and DRAM accesses "
+            "except where they follow from sizes (sim.systolic.dram_accesses)",
         ]
         if self.bandwidth_mode == "USER":
             out.append(
@@ -377,7 +445,11 @@ def read_scalesim_config(path: str | Path) -> ScaleSimConfig:
             f"{p}: [sparsity] SparsitySupport = true is not modelled; set it to false"
         )
     run_name = conf.get("general", "run_name", fallback="scale_run").strip()
-    return ScaleSimConfig(path=p, run_name=run_name, array=array, bandwidth_mode=mode)
+    keys = ("IfmapSramSzkB", "FilterSramSzkB", "OfmapSramSzkB")
+    sram = None
+    if all(conf.has_option(arch, key) for key in keys):
+        sram = SramSizes(*(_cfg_int(conf, p, arch, key) for key in keys))
+    return ScaleSimConfig(p, run_name, array, mode, sram)
 
 
 def _fields(line: str) -> list[str]:

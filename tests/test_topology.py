@@ -19,6 +19,15 @@ def _write(tmp_path: Path, mutate: Any) -> Path:
     return path
 
 
+def _rejection(tmp_path: Path, mutate: Any) -> str:
+    """The message a mutated npu-1h is refused with; it names the file."""
+    path = _write(tmp_path, mutate)
+    with pytest.raises(TopologyError) as info:
+        load_topology(path)
+    assert str(path) in str(info.value)
+    return str(info.value)
+
+
 def test_default_topology_values_come_from_yaml() -> None:
     """The shipped npu-1h loads and carries the YAML's numbers."""
     raw = yaml.safe_load((TOPOLOGY_DIR / "npu-1h.yaml").read_text())
@@ -84,11 +93,7 @@ def test_bad_topology_is_rejected_with_file_key_and_rule(
     tmp_path: Path, mutate: Any, key: str, rule: str
 ) -> None:
     """Each rule gives one message naming the file, the key path and the rule."""
-    path = _write(tmp_path, mutate)
-    with pytest.raises(TopologyError) as info:
-        load_topology(path)
-    msg = str(info.value)
-    assert str(path) in msg
+    msg = _rejection(tmp_path, mutate)
     assert f"'{key}'" in msg
     assert rule in msg
 
@@ -188,10 +193,6 @@ def test_a_bad_systolic_pe_section_is_one_clear_error(
     tmp_path: Path, mutate: Any, needles: list[str]
 ) -> None:
     """Each mistake names the file, the key and the fix."""
-    path = _write(tmp_path, mutate)
-    with pytest.raises(TopologyError) as info:
-        load_topology(path)
-    message = str(info.value)
-    assert str(path) in message
+    message = _rejection(tmp_path, mutate)
     for needle in needles:
         assert needle in message

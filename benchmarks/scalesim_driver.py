@@ -63,7 +63,7 @@ def run_layer(cfg: str, header: str, row: str, dataflow: str, gemm: bool) -> dic
         topo_path = os.path.join(tmp, "layer.csv")
         with open(topo_path, "w") as f:
             f.write(header + "\n" + row + "\n")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with contextlib.redirect_stdout(io.StringIO()):
             s = scalesim(
                 save_disk_space=True,
@@ -74,10 +74,10 @@ def run_layer(cfg: str, header: str, row: str, dataflow: str, gemm: bool) -> dic
                 input_type_gemm=gemm,
             )
             s.run_scale(top_path=os.path.join(tmp, "out"))
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         comp = _report(os.path.join(tmp, "out", "run", "COMPUTE_REPORT.csv"))
         detail = _report(os.path.join(tmp, "out", "run", "DETAILED_ACCESS_REPORT.csv"))
-    return {"compute_report": comp, "detailed_access_report": detail, "wall_s": wall}
+    return {"compute_report": comp, "detailed_access_report": detail, "wall_s": wall, "cpu_s": cpu}
 
 
 def main() -> int:

@@ -90,6 +90,14 @@ def _ours_layer_s(layer: object, array: ArrayConfig, repeat: int) -> tuple[int, 
     return cycles, best
 
 
+def _cpu_columns(their_cpu: float | None, ours_s: float) -> str:
+    """SCALE-Sim's CPU time and its ratio to our wall time (ours is microseconds: its CPU
+    time is below the clock's resolution, and wall >= CPU, so the ratio is conservative)."""
+    if their_cpu is None:
+        return f" {'-':>9} {'-':>9}"
+    return f" {their_cpu:>9.3f} {their_cpu / ours_s:>8.0f}x"
+
+
 def compare(args: argparse.Namespace, topo: Path, df: str) -> tuple[int, int, float, float]:
     """Print one block; return (layers compared, mismatches, SCALE-Sim s, ours s)."""
     conf = read_scalesim_config(args.cfg)
@@ -105,10 +113,11 @@ def compare(args: argparse.Namespace, topo: Path, df: str) -> tuple[int, int, fl
     print(f"\n== {topo.name}, {array.rows}x{array.cols}, {df} ({source})")
     print(
         f"{'layer':>10} {'SCALE-Sim cyc':>13} {'ours cyc':>10} {'equal':>5} "
-        f"{'SCALE-Sim s':>11} {'ours s':>9} {'ratio':>9}"
+        f"{'SCALE-Sim s':>11} {'ours s':>9} {'ratio':>9} {'SS cpu s':>9} {'cpu ratio':>9}"
     )
     n = bad = their_total = all_cycles = 0
     t_theirs = t_ours = 0.0
+    cpu_theirs: float | None = 0.0  # None once a row has no CPU time (older reference rows)
     for layer in layers:
         if layer.name not in wanted:
             continue
@@ -123,21 +132,33 @@ def compare(args: argparse.Namespace, topo: Path, df: str) -> tuple[int, int, fl
         equal = their_cycles == cycles
         n, bad, their_total = n + 1, bad + (not equal), their_total + their_cycles
         t_theirs, t_ours = t_theirs + their_s, t_ours + ours_s
+        raw_cpu = rec.get("cpu_s")
+        their_cpu = None if raw_cpu is None else float(raw_cpu)  # type: ignore[arg-type]
+        if cpu_theirs is not None:
+            cpu_theirs = None if their_cpu is None else cpu_theirs + their_cpu
         print(
             f"{layer.name:>10} {their_cycles:>13} {cycles:>10} {'yes' if equal else 'NO':>5} "
             f"{their_s:>11.3f} {ours_s:>9.2e} {their_s / ours_s:>8.0f}x"
+            + _cpu_columns(their_cpu, ours_s)
         )
     if n:
         print(
             f"{'layers':>10} {n:>13} {'':>10} {bad:>4}! {t_theirs:>11.3f} {t_ours:>9.2e} "
-            f"{t_theirs / t_ours:>8.0f}x   (sum over the layers compared; ! = mismatches)"
+            f"{t_theirs / t_ours:>8.0f}x"
+            + _cpu_columns(cpu_theirs, t_ours)
+            + "   (sum over the layers compared; ! = mismatches)"
         )
     whole = _ours_file_s(args.cfg, topo, df, args.repeat)
     print(
         f"{'ours, whole file':>24} ({len(layers)} layers, read + simulate + report): {whole:.2e} s"
     )
     if n == len(layers):
-        print(f"{'whole file ratio':>24}: {t_theirs / whole:.0f}x (measured)")
+        print(f"{'whole file ratio':>24}: {t_theirs / whole:.0f}x (measured, wall / wall)")
+        if cpu_theirs is not None:
+            print(
+                f"{'whole file, CPU':>24}: SCALE-Sim {cpu_theirs:.3f} s CPU -> "
+                f"{cpu_theirs / whole:.0f}x (its CPU time / our wall time)"
+            )
     elif n and not args.layers:
         est = t_theirs / their_total * all_cycles
         print(

@@ -15,9 +15,12 @@ Resources and their service rules (integer picoseconds; equal times in program o
   and the HBM pseudo-channels. Every HBM access (a tile DMA's bursts, a slice of a block's
   traffic, a collective's send, reduction or copy) is dealt in ``burst_bytes`` bursts over
   the chip's channels and each channel serves its bursts back to back at ``burst_ps`` in
-  the order they arrive, so GEMM traffic and collective traffic contend channel by channel.
-  A block's HBM bytes arrive in ``slices`` equal parts spread evenly over its duration
-  (the GEMM streams its operands as it goes); it ends at ``max(PE done, last burst)``.
+  the order they arrive, so tile-level GEMM traffic and collective traffic contend channel
+  by channel. A ``BLOCK``'s bytes are **background** traffic: the GEMM streams them at its
+  own pace, the chip's other accesses take the HBM first, and the block ends once its PE
+  time is over and its bytes have had the HBM time left over:
+  ``end = max(start + dur, start + bytes / hbm_bw + foreground busy time in [start, end])``
+  (a block holds the PE until it ends).
 * per link direction, first come, first served (``sim.link``'s physics): a transfer holds
   a direction for ``bytes / link_bw``, hop ``i+1`` starts ``latency`` after hop ``i`` and
   ends no earlier than hop ``i`` plus ``latency``; the first hop also reads the sender's
@@ -30,6 +33,7 @@ staging buffers are not modelled (the schedules' own dependencies bound what is 
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -73,7 +77,7 @@ STAGES = (
 )
 ST = {name: i for i, name in enumerate(STAGES)}
 _SEND, _FORWARD = ST["send"], ST["forward"]
-_READY, _ARRIVE, _SLICE, _HOP, _DONE, _RELEASE = range(6)
+_READY, _ARRIVE, _CHECK, _HOP, _DONE, _RELEASE = range(6)
 
 
 class JointError(NpuSimError, RuntimeError):
@@ -155,15 +159,17 @@ class JointProgram:
 class _Engine:
     """The state of one run; :func:`simulate_joint` is its public face."""
 
-    def __init__(self, topo: Topology, net: Network, prog: JointProgram, slices: int) -> None:
-        self.topo, self.net, self.prog, self.slices = topo, net, prog, max(1, slices)
+    def __init__(self, topo: Topology, net: Network, prog: JointProgram) -> None:
+        self.topo, self.net, self.prog = topo, net, prog
         self.local = local_engines(topo)
         self.nloc = len(self.local)
         self.pe_res = self.local.index("pe")
         self.reduce_res = self.local.index("reduce")
         self.hbm_eng = self.local.index("hbm")
         p = net.chips
-        self.ch = [[0] * topo.hbm.num_pcs for _ in range(p)]
+        self.burst_ps, self.burst_bytes = topo.hbm.burst_ps, topo.hbm.burst_bytes
+        self.num_pcs = topo.hbm.num_pcs
+        self.ch = [[0] * self.num_pcs for _ in range(p)]
         self.rot = [0] * p
         n = len(prog)
         self.nres = p * self.nloc + len(net.links)
@@ -194,8 +200,10 @@ class _Engine:
         self.dma_arrived: dict[int, int] = {}
         self.end = [-1] * n
         self.hop_end = [0] * n
-        self.block_left = [0] * n
-        self.block_last = [0] * n
+        # per chip, the aggregate HBM time of every foreground access: [t0, t1) intervals
+        self.fg_t0: list[list[int]] = [[] for _ in range(p)]
+        self.fg_t1: list[list[int]] = [[] for _ in range(p)]
+        self.fg_longest = [0] * p
         self.heap: list[tuple[int, int, int, int, int]] = []
         self.rec: list[tuple[int, int, int, int, int, int, int, int, int]] = []
 
@@ -208,14 +216,17 @@ class _Engine:
 
     def hbm_access(self, chip: int, nbytes: int, t: int) -> int:
         """Deal ``nbytes`` over the chip's channels from a rotating start; the last burst's end."""
-        hbm = self.topo.hbm
-        nb = -(-nbytes // hbm.burst_bytes)
-        cc = channel_counts(self.rot[chip], nb, hbm.num_pcs)
-        self.rot[chip] = (self.rot[chip] + nb) % hbm.num_pcs
+        span = self.net.hbm_ps(nbytes)
+        self.fg_t0[chip].append(t)
+        self.fg_t1[chip].append(t + span)
+        self.fg_longest[chip] = max(self.fg_longest[chip], span)
+        nb = -(-nbytes // self.burst_bytes)
+        cc = channel_counts(self.rot[chip], nb, self.num_pcs)
+        self.rot[chip] = (self.rot[chip] + nb) % self.num_pcs
         return self.bursts(chip, cc, t)
 
     def bursts(self, chip: int, chans: tuple[tuple[int, int], ...], t: int) -> int:
-        ch, burst = self.ch[chip], self.topo.hbm.burst_ps
+        ch, burst = self.ch[chip], self.burst_ps
         last = t
         for c, cnt in chans:
             s = ch[c] if ch[c] > t else t
@@ -224,6 +235,31 @@ class _Engine:
             if s > last:
                 last = s
         return last
+
+    def foreground(self, chip: int, a: int, b: int) -> int:
+        """HBM time the chip's foreground accesses took within ``[a, b)`` (at most b - a)."""
+        t0s, t1s = self.fg_t0[chip], self.fg_t1[chip]
+        busy = 0
+        for k in range(bisect.bisect_left(t0s, a - self.fg_longest[chip]), len(t0s)):
+            x, y = t0s[k], t1s[k]
+            if x >= b:
+                break
+            lo, hi = (x if x > a else a), (y if y < b else b)
+            if hi > lo:
+                busy += hi - lo
+        return busy if busy < b - a else b - a
+
+    def check_block(self, i: int, start: int, now: int) -> None:
+        """A block's PE time is over at ``now`` or earlier: it ends when its bytes have had
+        ``bytes / hbm_bw`` of the HBM time the foreground accesses left over."""
+        prog = self.prog
+        chip = prog.chip[i]
+        need = start + self.net.hbm_ps(prog.hbm[i]) + self.foreground(chip, start, now)
+        if need > now:
+            self.at(need, i, _CHECK, start)
+            return
+        self.free_at(now, chip * self.nloc + prog.res[i])
+        self.finish(i, self.pe_res, chip, start, now)
 
     def record(self, op: int, eng: int, chip: int, start: int, end: int, stage: int) -> None:
         prog = self.prog
@@ -253,16 +289,8 @@ class _Engine:
             self.free_at(now + prog.dur[i], r)
             self.finish(i, eng, chip, now, now + prog.lat[i])
             return
-        dur = prog.dur[i]  # BLOCK
-        self.free_at(now + dur, r)
-        if prog.hbm[i] <= 0:
-            self.finish(i, eng, chip, now, now + dur)
-            return
-        s = self.slices
-        self.block_left[i] = s
-        self.block_last[i] = now + dur
-        for k2 in range(s):
-            self.at(now + dur * k2 // s, i, _SLICE, now)
+        dur = prog.dur[i]  # BLOCK: the PE is held until the block ends (its bytes moved)
+        self.at(now + dur, i, _CHECK, now)
 
     def fcfs(self, r: int, op: int, hop: int, now: int) -> None:
         if self.busy[r]:
@@ -369,16 +397,8 @@ class _Engine:
             elif code == _ARRIVE:
                 self.dma_arrived[who] = arg
                 self.arrive(prog.chip[who], now)
-            elif code == _SLICE:
-                chip = prog.chip[who]
-                s = self.slices
-                left = self.block_left[who]
-                part = prog.hbm[who] * (s - left + 1) // s - prog.hbm[who] * (s - left) // s
-                last = self.hbm_access(chip, part, now) if part else now
-                self.block_last[who] = max(self.block_last[who], last)
-                self.block_left[who] = left - 1
-                if left == 1:
-                    self.finish(who, self.pe_res, chip, arg, self.block_last[who])
+            elif code == _CHECK:
+                self.check_block(who, arg, now)
             else:  # _RELEASE
                 for j in self.on_release[who]:
                     self.waiting[j] -= 1
@@ -408,14 +428,12 @@ class _Engine:
         return OpLog.from_columns(names, STAGES, cols)
 
 
-def simulate_joint(
-    topo: Topology, net: Network, prog: JointProgram, *, slices: int = 8
-) -> tuple[OpLog, list[int]]:
+def simulate_joint(topo: Topology, net: Network, prog: JointProgram) -> tuple[OpLog, list[int]]:
     """Time ``prog`` (module docstring); the op log and every op's end time (ps).
 
     A transfer's end is the arrival of its last byte (last hop end + latency).
     Engines of the log are :func:`local_engines` (with the ``chip`` column) then the links.
     """
-    eng = _Engine(topo, net, prog, slices)
+    eng = _Engine(topo, net, prog)
     log = eng.run()
     return log, eng.end

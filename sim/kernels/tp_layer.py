@@ -86,7 +86,7 @@ GRANULARITIES = ("coarse", "tile")
 ALGORITHM = "ring"
 #: a shard GEMM up to this many tile-ops is simulated whole for its curve; longer ones by probe
 FULL_TILE_OPS = 50_000
-PROBE_ROWS = 4  # tile rows simulated when probing a long GEMM (its rows repeat)
+PROBE_ROWS = 3  # tile rows a probe runs beyond twice its staging's look-ahead
 I64 = npt.NDArray[np.int64]
 
 
@@ -197,27 +197,46 @@ def _rows_done(prog: GemmProgram, log: OpLog) -> tuple[list[int], list[int]]:
 def gemm_curve(shape: GemmShape, variant: str, topo: Topology) -> GemmCurve:
     """The real GEMM simulator run alone (``sim.core.simulate``): when each tile row is done.
 
-    A shard above :data:`FULL_TILE_OPS` tile-ops with more than :data:`PROBE_ROWS` tile rows
-    is probed: its first ``PROBE_ROWS`` rows are simulated (same mode and buffers as the
-    whole shard); the middle rows repeat the probe's third-row increments (time and bytes),
-    the last row adds the probe's last increments (its drain).
+    A shard above :data:`FULL_TILE_OPS` tile-ops with more than ``2 x ahead + PROBE_ROWS``
+    tile rows (``ahead``: rows its staging prefetches ahead; not staged ``whole``, which is
+    not row-periodic) is probed: that many rows are simulated (same mode and buffers as the
+    whole shard), the middle rows repeat the increments (time and bytes) of row
+    ``ahead + 1``, the last rows add the probe's last increments (its drain).
     """
     whole = GemmProgram(shape, variant, topo)
-    if whole.N <= FULL_TILE_OPS or whole.Mt <= PROBE_ROWS:
+    # 'whole' staging loads all of A first (not row-periodic); it only fits small shapes
+    ahead = _rows_ahead(whole) if whole.mode != "whole" else whole.Mt
+    if whole.N <= FULL_TILE_OPS or whole.Mt <= 2 * ahead + PROBE_ROWS:
         done, moved = _rows_done(whole, simulate(whole))
         return GemmCurve(shape, topo.pe.tile_m, tuple(done), tuple(moved), False)
-    rows = PROBE_ROWS * topo.pe.tile_m
-    probe = GemmProgram(GemmShape(rows, shape.K, shape.N), variant, topo, mode=whole.mode)
+    rows = 2 * ahead + PROBE_ROWS
+    probe_shape = GemmShape(rows * topo.pe.tile_m, shape.K, shape.N)
+    probe = GemmProgram(probe_shape, variant, topo, mode=whole.mode)
     d, b = _rows_done(probe, simulate(probe))
-    return GemmCurve(shape, topo.pe.tile_m, _extend(d, whole.Mt), _extend(b, whole.Mt), True)
+    m = ahead + 1  # a row whose prefetch runs as in the middle of the whole shard
+    return GemmCurve(shape, topo.pe.tile_m, _extend(d, whole.Mt, m), _extend(b, whole.Mt, m), True)
 
 
-def _extend(probe: list[int], rows: int) -> tuple[int, ...]:
-    """A probe's cumulative per-row values stretched to ``rows`` rows (steady middle row)."""
-    steady, drain = probe[2] - probe[1], probe[-1] - probe[-2]
-    out = probe[:2] + [probe[1] + steady * r for r in range(1, rows - 2)]
-    out.append(out[-1] + drain)
-    return tuple(out)
+def _rows_ahead(prog: GemmProgram) -> int:
+    """Tile rows the program's operand staging reaches ahead (A panels, B panels, tiles)."""
+    bu, per_row = prog.buffers, prog.Nt * prog.Kt
+    if prog.mode == "panel":
+        return max(bu.a, -(-bu.b // prog.Nt))
+    return -(-prog.nbuf // per_row)
+
+
+def _extend(probe: list[int], rows: int, m: int) -> tuple[int, ...]:
+    """A probe's cumulative per-row values stretched to ``rows`` rows: its first ``m + 1``
+    rows, then row ``m``'s increment repeated, then the probe's last rows' increments (the
+    drain, where nothing is left to prefetch)."""
+    steady = probe[m] - probe[m - 1]
+    tail = [y - x for x, y in itertools.pairwise(probe[m:])]
+    out = probe[: m + 1]
+    while len(out) < rows - len(tail):
+        out.append(out[-1] + steady)
+    for inc in tail:
+        out.append(out[-1] + inc)
+    return tuple(out[:rows])
 
 
 # --- building the joint program -----------------------------------------------------------------
@@ -694,6 +713,12 @@ def _op_times(run: LayerRun) -> tuple[dict[int, int], dict[int, int], str]:
     return start, end, ""
 
 
+def _mm(a: I64, b: I64) -> I64:
+    """Exact integer matrix product (einsum: numpy's integer matmul has no BLAS and is slow)."""
+    out: I64 = np.einsum("ij,jk->ik", a, b)
+    return out
+
+
 def check_layer_data(run: LayerRun, seed: int = 0) -> tuple[int, str]:
     """Replay the joint op log on integer matrices; ``(wrong elements, first problem)``.
 
@@ -713,14 +738,14 @@ def check_layer_data(run: LayerRun, seed: int = 0) -> tuple[int, str]:
     if cfg.layer == "mlp":
         w1 = rng.integers(-2, 3, size=(h, 4 * h), dtype=np.int64)
         w2 = rng.integers(-2, 3, size=(4 * h, h), dtype=np.int64)
-        want = x @ w1 @ w2
+        want = _mm(_mm(x, w1), w2)
         cols = 4 * h // p
         weights = {
             c: (w1[:, c * cols : (c + 1) * cols], w2[c * cols : (c + 1) * cols]) for c in range(p)
         }
     else:
         wo = rng.integers(-2, 3, size=(h, h), dtype=np.int64)
-        want = x @ wo
+        want = _mm(x, wo)
         cols = h // p
         weights = {c: (np.zeros((0, 0), np.int64), wo[c * cols : (c + 1) * cols]) for c in range(p)}
     order = list(run.net.ring_order())
@@ -754,10 +779,11 @@ def check_layer_data(run: LayerRun, seed: int = 0) -> tuple[int, str]:
             w1c, w2c = weights[c]
             if phase == 1:
                 if buf == "h":
-                    pending[i] = bufs[(c, "x")].reshape(t, h)[lo:hi] @ w1c
+                    pending[i] = bufs[(c, "x")].reshape(t, h)[lo:hi]
+                    pending[i] = _mm(pending[i], w1c)
                 else:
                     src = bufs[(c, "h" if cfg.layer == "mlp" else "a")].reshape(t, -1)
-                    pending[i] = src[lo:hi] @ w2c
+                    pending[i] = _mm(src[lo:hi], w2c)
             else:
                 bufs[(c, buf)].reshape(t, -1)[lo:hi] = pending.pop(i)
         elif what == "send" and phase == 1:

@@ -56,11 +56,12 @@ from sim.cosim import (
     simulate_joint,
 )
 from sim.errors import InputError
-from sim.kernels.allreduce import build_schedule, fabric_program
+from sim.kernels.allreduce import Compiled, build_schedule, fabric_program
 from sim.kernels.gemm import GemmProgram, GemmShape
 from sim.link import COPY as FAB_COPY
 from sim.link import REDUCTION as FAB_REDUCTION
 from sim.link import Network, build_network, hbm_default
+from sim.model import gemm_model
 from sim.oplog import OpLog
 from sim.topology import Topology, ps_for_bytes
 
@@ -297,11 +298,10 @@ class _Builder:
         if not self.gemm:
             return
         shape = dict(self.shapes)[stage]
-        src = "x" if stage == "gemm1" else ("h" if self.cfg.layer == "mlp" else "a")
-        dst = "h" if stage == "gemm1" else "y"
+        dst = "h" if stage == "gemm1" else "y"  # the buffer it writes (the replay's name)
         made = self.produced.setdefault((chip, stage), [])
         if self.cfg.granularity == "tile":
-            self._tile_gemm(chip, stage, shape, groups, deps, src, dst)
+            self._tile_gemm(chip, stage, shape, groups, deps)
             return
         curve = gemm_curve(shape, self.cfg.variant, self.topo)
         done = self.rows_done.get((chip, stage), 0)
@@ -327,7 +327,6 @@ class _Builder:
             made.append((r0, r1, [i]))
             done += rows
         self.rows_done[(chip, stage)] = done
-        del src
 
     def _tile_gemm(
         self,
@@ -336,8 +335,6 @@ class _Builder:
         shape: GemmShape,
         groups: list[tuple[int, int]],
         deps: list[list[int]],
-        src: str,
-        dst: str,
     ) -> None:
         """The GEMM's own tile-level program; rows in order (only serial and gemm_ar)."""
         if [g for g in groups] != sorted(groups) or any(d for d in deps):
@@ -378,7 +375,6 @@ class _Builder:
             ]
             made.append((r0, r1, ids))
         self.prev_last[chip] = base + prog.cout_id(prog.out_tiles - 1)
-        del src, dst
 
     def rows_ready(self, chip: int, stage: str, r0: int, r1: int) -> list[int]:
         """Ops of ``stage`` on ``chip`` that produce any of token rows ``[r0, r1)``."""
@@ -567,7 +563,8 @@ class _Builder:
 
 
 @lru_cache(maxsize=64)
-def _compiled(topo: Topology, nbytes: int):  # type: ignore[no-untyped-def]
+def _compiled(topo: Topology, nbytes: int) -> Compiled:
+    """The ring allreduce of ``nbytes`` as a fabric program (equal groups share one)."""
     return fabric_program(build_schedule(topo, nbytes, ALGORITHM))
 
 
@@ -613,8 +610,6 @@ def run_layer(cfg: LayerConfig, topo: Topology) -> LayerRun:
 
 def _model(run: LayerRun) -> dict[str, float]:
     """Analytic times (ps): GEMMs from ``sim.model.gemm_model``, collectives alpha-beta."""
-    from sim.model import gemm_model
-
     cfg, topo, net = run.cfg, run.topo, run.net
     p = net.chips
     g = {st: gemm_model(sh, cfg.variant, topo).ideal_ps for st, sh in gemm_shapes(cfg, p)}

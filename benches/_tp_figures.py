@@ -228,7 +228,11 @@ def _timeline(
                 bars = [(s, d) for s, d, st in lanes[key] if st == stage]
                 if bars:
                     ax.broken_barh(
-                        bars, (row - 0.4, 0.8), color=colors[stage], edgecolor="white", lw=0.4
+                        bars,
+                        (row - 0.4, 0.8),
+                        color=colors[stage],
+                        edgecolor="white" if stage.startswith("gemm") else colors[stage],
+                        lw=0.4,  # white edges between GEMM groups only: small bars stay seen
                     )
         ax.set_yticks(range(len(order)))
         ax.set_yticklabels([f"chip {c}: {e}" for c, e in order], fontsize=7)

@@ -115,3 +115,17 @@ def test_slower_links_fail_the_gate(bench_dir: pytest.Pytester) -> None:
     )
     result.assert_outcomes(failed=6)
     result.stdout.fnmatch_lines(["*metric*baseline*current*", "*comm_ns*regression*"])
+
+
+def test_trace_writes_every_chips_engines_and_links(tmp_path: Path) -> None:
+    """--npubench-trace's hook: one process per chip, with its PE and link lanes."""
+    params = {"layer": "mlp", "hidden": 128, "tokens": 128, "tp": 2, "topology": "ring"}
+    path = tpb.trace({**params, "mode": "gemm_ar"}, tmp_path / "t.json", 10_000)
+    doc = json.loads(path.read_text())
+    names = {
+        (e["pid"], e["args"]["name"]) for e in doc["traceEvents"] if e.get("name") == "thread_name"
+    }
+    for chip in (0, 1):
+        lanes = {n for pid, n in names if pid == chip}
+        assert any(n.startswith("pe") for n in lanes), lanes
+        assert any(n.startswith("link") for n in lanes), lanes

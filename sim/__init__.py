@@ -24,6 +24,7 @@ from sim.kernels.gemm import (
     functional_check,
     run_gemm,
 )
+from sim.kernels.tp_layer import LayerConfig, check_layer_data, layer_metrics, run_layer
 from sim.model import gemm_model, roofline_tflops
 from sim.oplog import OpLog
 from sim.program import ProgramBuilder
@@ -45,6 +46,7 @@ __all__ = [
     "BudgetError",
     "GemmShape",
     "InputError",
+    "LayerConfig",
     "LayerReport",
     "NpuSimError",
     "OpLog",
@@ -61,18 +63,21 @@ __all__ = [
     "available_topologies",
     "busy_ps",
     "check_coverage",
+    "check_layer_data",
     "chrome_trace",
     "collective_metrics",
     "collective_model",
     "functional_check",
     "gemm_metrics",
     "gemm_model",
+    "layer_metrics",
     "load_topology",
     "read_scalesim_config",
     "read_scalesim_topology",
     "reduce_scatter",
     "roofline_tflops",
     "run_gemm",
+    "run_layer",
     "simulate",
     "simulate_layer",
     "simulate_reference",

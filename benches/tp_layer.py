@@ -1,0 +1,195 @@
+"""The tp_layer bench: tensor-parallel MLP and attention-output layers, GEMMs and collectives
+on the same chips, with and without overlap (issue 15, docs/adr/0014-tensor-parallel-layer.md).
+
+Sweep: layer (``mlp``, ``attn``) x hidden 4096 / 8192 x tokens 128 .. 8192 x TP degree 2, 4, 8
+x interconnect (ring, switch, fully connected) x mode (``serial``, ``gemm_ar``, ``ag_rs``),
+plus hidden 128 at 128 tokens, where the op log is replayed on integer matrices and every
+chip's output must equal the unsharded ``X @ W1 @ W2`` exactly.
+
+Gated (:func:`gated`): every layer x mode x topology at hidden 128 (data replayed; TP 2, 4,
+8 on the ring, TP 4 elsewhere) and at hidden 4096, 512 tokens, TP 4; the rest is
+regen-only. Each config runs the layer, its GEMMs alone and its collectives alone
+(``sim.kernels.tp_layer.run_layer``) and checks that no mode beats the bound
+``max(compute, communication)`` and that ``serial`` is their sum within 1 %. Counters are
+gated exactly (tolerance 0), times at 0.1 %. Everything hardware comes from the topology
+file; the sweep only overrides the chip count and interconnect.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benches._tp_figures import figures
+from pytest_npubench import Bench, Metric, Result
+from sim import load_topology
+from sim.kernels.tp_layer import LAYERS, MODES, LayerConfig, check_layer_data, layer_metrics
+from sim.kernels.tp_layer import run_layer as simulate_layer_run
+from sim.topology import Topology
+from sim.trace import write_trace
+
+TOPOLOGY = load_topology(os.environ.get("NPUBENCH_TOPOLOGY", "npu-1h"))
+
+HIDDEN = [128, 4096, 8192]
+TOKENS = [128, 512, 2048, 8192]
+TP = [2, 4, 8]
+TOPOLOGIES = ["ring", "switch", "fully_connected"]
+CHUNKS = 4  # gemm_ar: allreduce chunks (groups of token rows); benchmarks/tp_overlap.py sweeps it
+FUNCTIONAL_HIDDEN = 128  # replayed on integer data (the only hidden size run at one token count)
+FUNCTIONAL_MAX_MACS = 1 << 28  # the replay multiplies real matrices: keep it to small layers
+GATED_REAL = {"hidden": 4096, "tokens": 512, "tp": 4}
+SERIAL_SUM_TOLERANCE = 0.01  # serial = compute alone + communication alone, within 1 %
+TIME_TOLERANCE = 0.001
+
+
+def gated(params: dict[str, Any]) -> bool:
+    """Gated: hidden 128 (data replayed) at TP 2, 4 and 8 on the ring and TP 4 on the others,
+    and hidden 4096 at 512 tokens on 4 chips; every layer x mode x topology in both."""
+    if params["hidden"] == FUNCTIONAL_HIDDEN:
+        return params["topology"] == "ring" or params["tp"] == 4
+    return all(params[k] == v for k, v in GATED_REAL.items())
+
+
+def excluded(params: dict[str, Any]) -> bool:
+    """Hidden 128 exists for the data replay: one token count only."""
+    return params["hidden"] == FUNCTIONAL_HIDDEN and params["tokens"] != TOKENS[0]
+
+
+_INFO = {"gate": False}
+_EXACT = Metric("1", "lower")
+_TIMED = {"tolerance": TIME_TOLERANCE}
+METRICS = {
+    "latency_ns": Metric("ns", "lower", **_TIMED),
+    "compute_ns": Metric("ns", "lower", **_TIMED),
+    "comm_ns": Metric("ns", "lower", **_TIMED),
+    "exposed_comm_ns": Metric("ns", "lower", **_INFO),
+    "overlap_eff": Metric("1", "higher", **_INFO),
+    "bound_ns": Metric("ns", "lower", **_INFO),
+    "serial_sum_ns": Metric("ns", "lower", **_INFO),
+    "hbm_bytes_max": Metric("B", "lower"),
+    "link_bytes_max": Metric("B", "lower"),
+    "link_bytes_total": Metric("B", "lower"),
+    "transfers": _EXACT,
+    "records": _EXACT,
+    "model_latency_ns": Metric("ns", "lower", **_INFO),
+    "model_compute_ns": Metric("ns", "lower", **_INFO),
+    "model_comm_ns": Metric("ns", "lower", **_INFO),
+    "model_bound_ns": Metric("ns", "lower", **_INFO),
+    "sim_model_ratio": Metric("1", "lower", **_INFO),
+    "wrong": Metric("elements", "lower", **_INFO),
+}
+
+
+def config_id(params: dict[str, Any]) -> str:
+    return (
+        f"{params['layer']}-h{params['hidden']}-t{params['tokens']}-p{params['tp']}-"
+        f"{params['topology']}-{params['mode']}"
+    )
+
+
+def topology_for(params: dict[str, Any]) -> Topology:
+    """The topology file's hardware with the config's TP degree and interconnect."""
+    p = params["tp"]
+    return TOPOLOGY.replace_chips(count=p, topology=params["topology"], torus_dims=(1, p))
+
+
+def layer_config(params: dict[str, Any]) -> LayerConfig:
+    return LayerConfig(params["layer"], params["tokens"], params["hidden"], params["mode"], CHUNKS)
+
+
+def _macs(params: dict[str, Any]) -> int:
+    t, h = params["tokens"], params["hidden"]
+    return t * h * 4 * h * 2 if params["layer"] == "mlp" else t * h * h
+
+
+def run(params: dict[str, Any]) -> Result:
+    """Run the layer and its two parts alone; replay small layers' data; check the bounds."""
+    sim_run = simulate_layer_run(layer_config(params), topology_for(params))
+    metrics = layer_metrics(sim_run)
+    problems = []
+    wrong = 0
+    if _macs(params) <= FUNCTIONAL_MAX_MACS:
+        wrong, why = check_layer_data(sim_run)
+        if wrong:
+            problems.append(f"#wrong = {wrong}: {why}")
+    lat, comp, comm = (
+        sim_run.latency_ps,
+        sim_run.compute_log.makespan_ps,
+        sim_run.comm_log.makespan_ps,
+    )
+    if lat < max(comp, comm):
+        problems.append(f"latency {lat} ps beats the bound max(compute {comp}, comm {comm}) ps")
+    if params["mode"] == "serial" and abs(lat - comp - comm) > SERIAL_SUM_TOLERANCE * lat:
+        problems.append(
+            f"serial latency {lat} ps is not compute {comp} + communication {comm} ps within 1 %"
+        )
+    metrics["wrong"] = wrong
+    return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
+
+
+def trace(params: dict[str, Any], path: Path, limit: int) -> Path:
+    """Write the layer's joint op log (one process per chip) as trace-event JSON."""
+    sim_run = simulate_layer_run(layer_config(params), topology_for(params))
+    return write_trace(sim_run.log, path, limit=limit, title=f"tp_layer[{config_id(params)}]")
+
+
+def meta() -> dict[str, Any]:
+    chips = TOPOLOGY.chips
+    return {
+        "topology": TOPOLOGY.name,
+        "topology_fingerprint": TOPOLOGY.fingerprint,
+        "link_bw_gbs": chips.link_bw_gbs,
+        "link_latency_ns": chips.link_latency_ns,
+        "chunks": CHUNKS,
+        "gemm_variant": LayerConfig("mlp", 1, 1, "serial").variant,
+        "functional_max_macs": FUNCTIONAL_MAX_MACS,
+        "gated_real": GATED_REAL,
+    }
+
+
+def cost(params: dict[str, Any]) -> float:
+    return float(params["tokens"] * params["tp"] * (3 if params["mode"] == "gemm_ar" else 1))
+
+
+CAPTIONS = {
+    "time_breakdown.png": "Per mode, the layer latency split into compute alone (GEMMs run "
+    "without communication) and exposed communication (latency - compute alone), across "
+    "tokens, on an 8-chip ring.",
+    "speedup.png": "Speed-up of gemm_ar and ag_rs over serial (serial latency / mode latency) "
+    "vs tokens, one panel per TP degree, ring topology.",
+    "strong_scaling.png": "Layer latency vs TP degree at fixed tokens, per mode (ring).",
+    "timeline.png": "One config per mode: every chip's PE, reduce engine, HBM copies and "
+    "links over time, on one time axis, so overlap shows as bars side by side.",
+}
+
+
+def _figures(results: Any, outdir: Path) -> Sequence[Path]:
+    return figures(results, outdir, TOPOLOGY, topology_for, layer_config)
+
+
+BENCH = Bench(
+    name="tp_layer",
+    sweep={
+        "layer": list(LAYERS),
+        "hidden": HIDDEN,
+        "tokens": TOKENS,
+        "tp": TP,
+        "topology": TOPOLOGIES,
+        "mode": list(MODES),
+    },
+    run=run,
+    metrics=METRICS,
+    config_id=config_id,
+    exclude=excluded,
+    regen_only=lambda p: not gated(p),
+    figures=_figures,
+    fingerprint=lambda: TOPOLOGY.fingerprint,
+    topology=TOPOLOGY.to_dict,
+    meta=meta,
+    summary_metrics=["latency_ns", "compute_ns", "comm_ns", "overlap_eff", "wrong"],
+    trace=trace,
+    captions=CAPTIONS,
+    cost=cost,
+)

@@ -1,0 +1,131 @@
+"""The tp_layer bench: its gated set covers every path, its checks fail, it gates and draws."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import benches.tp_layer as tpb
+import sim.kernels.tp_layer as tp
+from sim.kernels.tp_layer import LAYERS, MODES
+
+ROOT = Path(__file__).resolve().parents[1]
+PICK = "h128 and p4 and ring"  # every layer x mode, with the data replay: 6 configs
+
+SLOWER_LINKS = """
+import sim.link as link
+
+_link_ps = link.Network.link_ps
+
+
+def _slower_link(self, nbytes):
+    return _link_ps(self, nbytes) * 102 // 100 + 100_000  # links 2 % + 100 ns slower
+
+
+link.Network.link_ps = _slower_link
+"""
+
+
+@pytest.fixture
+def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
+    for sub in ("benches", "baselines"):
+        (pytester.path / sub).mkdir()
+    for name in ("tp_layer.py", "_tp_figures.py"):
+        shutil.copy(ROOT / "benches" / name, pytester.path / "benches" / name)
+    shutil.copy(ROOT / "baselines" / "tp_layer.json", pytester.path / "baselines")
+    return pytester
+
+
+def test_the_gate_covers_every_layer_mode_and_topology() -> None:
+    """Each (layer, mode, topology) has a gated config with the data replay (hidden 128) and
+    one at a real hidden size (4096); everything else is regen-only."""
+    gated = [c.params for c in tpb.BENCH.configs if not c.regen_only]
+    for hidden in (tpb.FUNCTIONAL_HIDDEN, tpb.GATED_REAL["hidden"]):
+        have = {(p["layer"], p["mode"], p["topology"]) for p in gated if p["hidden"] == hidden}
+        want = {(ly, m, t) for ly in LAYERS for m in MODES for t in tpb.TOPOLOGIES}
+        assert have == want, hidden
+    assert {p["tp"] for p in gated if p["hidden"] == tpb.FUNCTIONAL_HIDDEN} == {2, 4, 8}
+    assert all(tpb._macs(p) <= tpb.FUNCTIONAL_MAX_MACS for p in gated if p["hidden"] == 128)
+    assert len(gated) == 48 and len(tpb.BENCH.configs) == 486
+
+
+def test_counters_are_gated_exactly_and_times_at_their_tolerance() -> None:
+    for name in ("transfers", "records", "hbm_bytes_max", "link_bytes_max", "link_bytes_total"):
+        assert tpb.METRICS[name].gate and tpb.METRICS[name].tolerance == 0.0, name
+    for name in ("latency_ns", "compute_ns", "comm_ns"):
+        assert tpb.METRICS[name].gate and tpb.METRICS[name].tolerance == 0.001, name
+
+
+def test_run_checks_data_bounds_and_the_serial_sum() -> None:
+    """A gated config replays its data (0 wrong), meets its bound, and serial is the sum."""
+    for mode in MODES:
+        params = {"layer": "mlp", "hidden": 128, "tokens": 128, "tp": 4, "topology": "switch"}
+        result = tpb.run({**params, "mode": mode})
+        m = result.metrics
+        assert result.ok, result.message
+        assert m["wrong"] == 0 and m["latency_ns"] >= m["bound_ns"]
+        assert m["exposed_comm_ns"] == pytest.approx(m["latency_ns"] - m["compute_ns"])
+
+
+def test_run_fails_a_layer_whose_data_arrives_too_late(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bug: the reduce-scatter's reductions stop waiting for the transfer they
+    consume; the replay sees a reduction before its data arrived and the item fails."""
+    real = tp._Builder.land
+
+    def hasty(self: tp._Builder, buf: str, sent: dict, reduce: bool, gemm_of: dict) -> dict:  # type: ignore[type-arg]
+        out = real(self, buf, sent, reduce, gemm_of)
+        prog = self.out.prog
+        for ops in out.values():
+            for j in ops:
+                prog.deps[j] = tuple(d for d in prog.deps[j] if d != self.out.consumes[j])
+        return out
+
+    monkeypatch.setattr(tp._Builder, "land", hasty)
+    params = {"layer": "attn", "hidden": 128, "tokens": 128, "tp": 4, "topology": "ring"}
+    result = tpb.run({**params, "mode": "ag_rs"})
+    assert not result.ok
+    assert "before the data of transfer op" in result.message
+
+
+def test_committed_baselines_cover_every_config_and_the_gated_run_passes(
+    bench_dir: pytest.Pytester,
+) -> None:
+    """baselines/tp_layer.json has every config; a gated run passes and draws four figures."""
+    committed = json.loads((ROOT / "baselines" / "tp_layer.json").read_text())
+    assert committed["fingerprint"] == tpb.TOPOLOGY.fingerprint
+    assert sorted(committed["configs"]) == sorted(c.config_id for c in tpb.BENCH.configs)
+    result = bench_dir.runpytest_subprocess(
+        "--npubench", "tp_layer", "-k", PICK, "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=6)
+    figures = bench_dir.path / "npubench-artifacts" / "tp_layer"
+    for name in ("time_breakdown", "speedup", "strong_scaling", "timeline"):
+        assert (figures / f"{name}.png").stat().st_size > 10_000, name
+
+
+def test_slower_links_fail_the_gate(bench_dir: pytest.Pytester) -> None:
+    """Links 2 % and 100 ns per transfer slower: every picked config's communication time
+    moves beyond the 0.1 % tolerance and fails with the comm_ns row."""
+    bench_dir.makeconftest(SLOWER_LINKS)
+    result = bench_dir.runpytest_subprocess(
+        "--npubench", "tp_layer", "-k", PICK, "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(failed=6)
+    result.stdout.fnmatch_lines(["*metric*baseline*current*", "*comm_ns*regression*"])
+
+
+def test_trace_writes_every_chips_engines_and_links(tmp_path: Path) -> None:
+    """--npubench-trace's hook: one process per chip, with its PE and link lanes."""
+    params = {"layer": "mlp", "hidden": 128, "tokens": 128, "tp": 2, "topology": "ring"}
+    path = tpb.trace({**params, "mode": "gemm_ar"}, tmp_path / "t.json", 10_000)
+    doc = json.loads(path.read_text())
+    names = {
+        (e["pid"], e["args"]["name"]) for e in doc["traceEvents"] if e.get("name") == "thread_name"
+    }
+    for chip in (0, 1):
+        lanes = {n for pid, n in names if pid == chip}
+        assert any(n.startswith("pe") for n in lanes), lanes
+        assert any(n.startswith("link") for n in lanes), lanes

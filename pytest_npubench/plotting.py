@@ -1,0 +1,69 @@
+"""Small helpers that bench figure functions share: time units, measured-vs-reused styling,
+and one way to save a PNG reproducibly and cheaply.
+
+Every figure says which of its points were measured in this run and which were reused from
+the baseline (regen-only configs a normal run does not simulate): measured points are drawn
+filled, reused ones hollow (or pale), and the subtitle counts both (:func:`provenance`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pytest_npubench.compare import ConfigResult
+
+#: (threshold in ns, divisor, unit): a time >= threshold is shown in that unit
+_TIME_UNITS = ((1e9, 1e9, "s"), (1e6, 1e6, "ms"), (1e3, 1e3, "µs"), (0.0, 1.0, "ns"))
+REUSED_ALPHA = 0.35
+
+
+def time_unit(largest_ns: float) -> tuple[float, str]:
+    """The divisor and unit (ns, µs, ms, s) in which ``largest_ns`` reads as 1 .. 999."""
+    for threshold, divisor, unit in _TIME_UNITS:
+        if largest_ns >= threshold:
+            return divisor, unit
+    return 1.0, "ns"
+
+
+def format_ns(value_ns: float) -> str:
+    """A time in ns as 3 significant figures in its own unit: ``1.5 µs``, ``210 ms``."""
+    divisor, unit = time_unit(abs(value_ns))
+    return f"{value_ns / divisor:.3g} {unit}"
+
+
+def ns_tick_formatter() -> Any:
+    """A matplotlib formatter for an axis whose values are ns: each tick in its own unit."""
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda value, _pos: format_ns(value) if value > 0 else "0")
+
+
+def measured(result: ConfigResult) -> bool:
+    """True if this run simulated the config; False if its values were reused."""
+    return result.source == "run"
+
+
+def provenance(results: Iterable[ConfigResult], where: str = "") -> str:
+    """``65 configs on hw: 33 measured in this run, 32 reused from the baseline (not re-run)``."""
+    listed = list(results)
+    ran = sum(measured(r) for r in listed)
+    text = f"{len(listed)} configs{where}: {ran} measured in this run"
+    if len(listed) - ran:
+        text += f", {len(listed) - ran} reused from the baseline (regen-only, not re-run)"
+    return text
+
+
+def face(result: ConfigResult, color: str) -> str:
+    """Marker face colour: the series colour when measured, white (hollow) when reused."""
+    return color if measured(result) else "white"
+
+
+def save(fig: Any, path: Path, dpi: int = 100) -> Path:
+    """Save without a timestamp or software tag (byte-reproducible), then close the figure."""
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=dpi, metadata={"Software": None})
+    plt.close(fig)
+    return path

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_npubench import Bench, ConfigResult, Metric, Result
-from pytest_npubench.plotting import measured, ns_tick_formatter, provenance, save
+from pytest_npubench.plotting import markers, measured, ns_tick_formatter, provenance, save
 from sim import load_topology
 from sim.collective_model import bounds_ps, model
 from sim.kernels.allreduce import (
@@ -215,24 +215,6 @@ def _series(
     return [k[3] for k in keys], [grid[k] for k in keys]
 
 
-def _points(
-    ax: Any, xs: list[Any], ys: list[float], rows: list[ConfigResult], **style: Any
-) -> None:
-    """Markers of one series: filled where measured in this run, hollow where reused."""
-    color = style.pop("color")
-    for want in (True, False):
-        sel = [(x, y) for x, y, r in zip(xs, ys, rows, strict=True) if measured(r) == want]
-        if sel:
-            ax.plot(
-                [x for x, _ in sel],
-                [y for _, y in sel],
-                linestyle="none",
-                color=color,
-                markerfacecolor=color if want else "white",
-                **style,
-            )
-
-
 def _panels(title: str) -> tuple[Any, Any]:
     import matplotlib.pyplot as plt
 
@@ -287,7 +269,7 @@ def _busbw_vs_size(grid: Grid, path: Path) -> Path:
                 continue
             ys = [r.metrics["busbw_gbs"] for r in rows]
             ax.plot(xs, ys, color=color, label=algorithm)
-            _points(ax, xs, ys, rows, color=color, marker="o", markersize=5)
+            markers(ax, xs, ys, rows, color, marker="o", markersize=5)
             ax.axhline(
                 bounds[algorithm],
                 color=color,
@@ -321,7 +303,7 @@ def _time_vs_size(grid: Grid, path: Path) -> Path:
                 continue
             ax.plot(xs, [r.metrics["model_time_ns"] for r in rows], linestyle="--", color=color)
             sim = [r.metrics["time_ns"] for r in rows]
-            _points(ax, xs, sim, rows, color=color, marker="o", markersize=5)
+            markers(ax, xs, sim, rows, color, marker="o", markersize=5)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(ns_tick_formatter())
         ax.set_title(topology)
@@ -443,12 +425,12 @@ def _sim_vs_model(grid: Grid, path: Path) -> Path:
                 color = ALGO_COLORS[algorithm]
                 if chips == GATED_CHIPS:
                     ax.plot(xs, ys, color=color, alpha=0.9)
-                _points(
+                markers(
                     ax,
                     xs,
                     ys,
                     rows,
-                    color=color,
+                    color,
                     marker=CHIP_MARKERS[chips],
                     markersize=6 if chips == GATED_CHIPS else 4,
                     alpha=0.9,

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_npubench import Bench, ConfigResult, Metric, Result
-from pytest_npubench.plotting import REUSED_ALPHA, face, measured, provenance, save, time_unit
+from pytest_npubench.plotting import (
+    REUSED_ALPHA,
+    markers,
+    measured,
+    provenance,
+    save,
+    time_unit,
+)
 from sim import gemm_metrics, load_topology
 from sim.datacheck import DataCheckError, check_gemm_data
 from sim.kernels.gemm import STAGES, VARIANTS, GemmShape, TilePlan, check_coverage
@@ -424,28 +431,18 @@ def _theory_vs_measured(grid: Grid, path: Path) -> Path:
     for v_i, variant in enumerate(VARIANTS):
         color = VARIANT_COLORS[variant]
         dx = (v_i - (len(VARIANTS) - 1) / 2) * offset
-        for i, row in enumerate(grid.values()):
-            res = row.get(variant)
-            if res is None:
-                continue
-            x = i + dx
-            model, sim = res.metrics["model_mac_util"], res.metrics["mac_util"]
-            top.plot([x, x], [model, sim], color=color, linewidth=1)
-            top.plot(x, model, marker="_", markersize=9, color=color, markeredgewidth=2)
-            top.plot(
-                x, sim, marker="o", markersize=5, color=color, markerfacecolor=face(res, color)
-            )
-        for i, ratio, ran in model_ratios(grid)[variant]:
-            x = i + dx
-            bottom.plot(
-                x,
-                ratio,
-                marker="o",
-                markersize=6,
-                color=color,
-                markerfacecolor=color if ran else "white",
-                linestyle="none",
-            )
+        rows = [(i + dx, row[variant]) for i, row in enumerate(grid.values()) if variant in row]
+        xs = [x for x, _ in rows]
+        model = [r.metrics["model_mac_util"] for _, r in rows]
+        sim = [r.metrics["mac_util"] for _, r in rows]
+        top.vlines(xs, model, sim, color=color, linewidth=1)
+        top.plot(xs, model, marker="_", markersize=9, color=color, markeredgewidth=2, ls="none")
+        markers(top, xs, sim, [r for _, r in rows], color, markersize=5)
+        points = model_ratios(grid)[variant]
+        ratio_xs = [i + dx for i, _, _ in points]
+        ratios = [ratio for _, ratio, _ in points]
+        markers(bottom, ratio_xs, ratios, [r for _, r in rows], color, markersize=6)
+        for x, ratio in zip(ratio_xs, ratios, strict=True):
             if abs(ratio - 1) > RATIO_BAND:
                 bottom.annotate(
                     f"{ratio:.3f}",
@@ -531,21 +528,34 @@ def _roofline(grid: Grid, path: Path) -> Path:
     ax.axhline(compute_roof, color="grey", linestyle=":")
     ax.plot(xs, bw * xs / 1000, color="grey", linestyle="--")
     for variant in VARIANTS:
-        color = VARIANT_COLORS[variant]
-        for r in points:
-            if r.params["variant"] != variant:
+        for under in (False, True):
+            sel = [
+                r
+                for r in points
+                if r.params["variant"] == variant
+                and TilePlan.of(GemmShape(*r.params["shape"]), TOPOLOGY).under_tile == under
+            ]
+            if not sel:
                 continue
-            under = TilePlan.of(GemmShape(*r.params["shape"]), TOPOLOGY).under_tile
-            ax.plot(
-                r.metrics["arith_intensity_flop_per_byte"],
-                r.metrics["tflops"],
-                marker="x" if under else "o",
-                markersize=7 if under else 6,
-                color=color,
-                markerfacecolor=face(r, color),
-                alpha=1.0 if measured(r) or not under else REUSED_ALPHA,
-                linestyle="none",
-            )
+            xs = [r.metrics["arith_intensity_flop_per_byte"] for r in sel]
+            ys = [r.metrics["tflops"] for r in sel]
+            if under:  # an x has no face: a reused one is pale instead of hollow
+                for ran in (True, False):
+                    pts = [
+                        (x, y) for x, y, r in zip(xs, ys, sel, strict=True) if measured(r) == ran
+                    ]
+                    if pts:
+                        ax.plot(
+                            [x for x, _ in pts],
+                            [y for _, y in pts],
+                            marker="x",
+                            markersize=7,
+                            linestyle="none",
+                            color=VARIANT_COLORS[variant],
+                            alpha=1.0 if ran else REUSED_ALPHA,
+                        )
+            else:
+                markers(ax, xs, ys, sel, VARIANT_COLORS[variant], markersize=6)
     for text, (x, y) in roofline_labels(grid).items():
         ax.annotate(
             text,

@@ -2,9 +2,10 @@
 
 The controller of an xdist run gathers every result and then draws each bench's figures; drawn
 one bench after another they were most of a run's wall time (issue 14). Under ``-n N`` up to
-``N - 1`` benches are handed to child processes (``python -m pytest_npubench.drawing``) that
-start while the controller writes baselines and draws the remaining benches itself, so the
-benches' figures are drawn at the same time.
+``N - 1`` benches are handed to child processes (``python -m pytest_npubench.drawing``),
+started with the session so that their imports overlap the run; at the end each is sent its
+bench's results and draws while the controller writes baselines and draws the remaining
+benches itself, so the benches' figures are drawn at the same time.
 
 A child is a new interpreter (not a fork: the xdist controller runs execnet threads, and a
 forked copy of them is unsafe). It imports the bench module from the same file, rebuilds the
@@ -30,11 +31,53 @@ from pytest_npubench.discover import benches_in, import_bench_module
 
 @dataclass
 class FigureJob:
-    """One bench's figures being drawn by a child process."""
+    """A child process that draws one bench's figures once it is sent the results.
+
+    Started early (the controller's session start), it imports matplotlib and the bench module
+    while the workers run, then waits for its job on stdin.
+    """
 
     bench: str
     process: subprocess.Popen[str]
-    job_file: Path
+    job_file: Path | None = None
+
+    def send(self, results: Mapping[str, ConfigResult], outdir: Path, root: Path) -> None:
+        """Hand over the results; the child draws into ``outdir`` (paths relative to root).
+        The job goes through a file and only its name through the pipe, so this never waits
+        for a child that is still importing."""
+        job = {
+            "outdir": str(outdir),
+            "root": str(root),
+            "results": [r.to_payload() for r in results.values()],
+        }
+        with tempfile.NamedTemporaryFile(
+            "w", suffix=".json", prefix="npubench-figures-", delete=False, encoding="utf-8"
+        ) as handle:
+            json.dump(job, handle)
+        self.job_file = Path(handle.name)
+        self._close_stdin(handle.name)
+
+    def cancel(self) -> None:
+        """Not needed after all: the child exits on an empty job."""
+        if self.process.poll() is None:
+            self._close_stdin("")
+            try:
+                self.process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+        if self.job_file is not None:
+            self.job_file.unlink(missing_ok=True)
+
+    def _close_stdin(self, text: str) -> None:
+        stdin, self.process.stdin = self.process.stdin, None  # communicate() must not touch it
+        if stdin is None:
+            return
+        try:
+            stdin.write(text)
+            stdin.close()
+        except OSError:  # the child died early; result() says why
+            pass
 
     def result(self) -> list[Path]:
         """Wait for the child; the figure files it drew, relative to the artifact root.
@@ -43,7 +86,8 @@ class FigureJob:
         figures function raised, or RuntimeError if the child itself died.
         """
         out, err = self.process.communicate()
-        self.job_file.unlink(missing_ok=True)
+        if self.job_file is not None:
+            self.job_file.unlink(missing_ok=True)
         try:
             answer = json.loads(out.strip().splitlines()[-1])
         except (ValueError, IndexError):
@@ -65,56 +109,51 @@ class FigureError(Exception):
         self.detail = detail
 
 
-def start(
-    source: Path,
-    rootpath: Path,
-    bench: str,
-    results: Mapping[str, ConfigResult],
-    outdir: Path,
-    root: Path,
-) -> FigureJob:
-    """Start a child that draws ``bench``'s figures (from the module at ``source``)."""
-    job = {
-        "source": str(source),
-        "rootpath": str(rootpath),
-        "bench": bench,
-        "outdir": str(outdir),
-        "root": str(root),
-        "results": [r.to_payload() for r in results.values()],
-    }
-    with tempfile.NamedTemporaryFile(
-        "w", suffix=".json", prefix="npubench-figures-", delete=False, encoding="utf-8"
-    ) as handle:
-        json.dump(job, handle)
+def start(source: Path, rootpath: Path, bench: str) -> FigureJob:
+    """Start a child for ``bench`` (defined in the module at ``source``); send it work later."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "pytest_npubench.drawing", handle.name],
+        [sys.executable, "-m", "pytest_npubench.drawing", str(source), str(rootpath), bench],
         cwd=rootpath,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    return FigureJob(bench, process, Path(handle.name))
+    return FigureJob(bench, process)
 
 
-def main(job_path: str) -> None:
-    """The child: draw one bench's figures and print their paths as a JSON list."""
+def main(source: str, rootpath_text: str, name: str) -> None:
+    """The child: import, wait for the job on stdin, draw, print the paths as JSON."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # while the workers still run
+
     from pytest_npubench.artifacts import draw
     from pytest_npubench.item import bench_traceback
 
-    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
-    rootpath = Path(job["rootpath"])
+    rootpath = Path(rootpath_text)
     if str(rootpath) not in sys.path:
         sys.path.insert(0, str(rootpath))  # as pytest's rootdir conftest puts it there
-    module = import_bench_module(Path(job["source"]), rootpath)
-    bench = next(b for b in benches_in(module) if b.name == job["bench"])
-    assert bench.figures is not None
+    answer: dict[str, Any]
+    try:
+        module = import_bench_module(Path(source), rootpath)
+        bench = next(b for b in benches_in(module) if b.name == name)
+    except Exception as exc:  # the controller imported it fine; say why this one did not
+        bench, answer = None, {"error": repr(exc), "traceback": ""}
+    job_path = sys.stdin.read().strip()
+    if not job_path:
+        return  # not needed after all
+    if bench is None or bench.figures is None:
+        print(json.dumps(answer if bench is None else {"paths": []}))
+        return
+    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     results = {}
     for payload in job["results"]:
         result = ConfigResult.from_payload(payload, bench)
         results[result.config_id] = result
     outdir, root = Path(job["outdir"]), Path(job["root"])
     figures = bench.figures
-    answer: dict[str, Any]
     try:
         paths = draw(lambda: [figures(results, outdir)], outdir, root, use_mpl=True)
     except Exception as exc:
@@ -125,4 +164,4 @@ def main(job_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:4])

@@ -120,6 +120,7 @@ class NpubenchSession:
                     found.append(bench)
         self._check_unique(found)
         self.benches = self._select(found)
+        self._start_figure_jobs()
 
     @pytest.hookimpl(trylast=True)
     def pytest_npubench_add_benches(self, config: pytest.Config) -> list[Bench]:
@@ -352,8 +353,9 @@ class NpubenchSession:
             if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
                 session.exitstatus = pytest.ExitCode.OK  # more shards than configs: fine
         if not self.results:
+            self._cancel_figure_jobs()
             return
-        self._start_figure_jobs()
+        self._send_figure_jobs()
         if self.shard is None and self.regen and exitstatus != pytest.ExitCode.INTERRUPTED:
             for bench in self.benches:
                 self._regen(bench)
@@ -525,36 +527,43 @@ class NpubenchSession:
         return max(1, len(getattr(self.config.option, "tx", None) or ()))
 
     def _start_figure_jobs(self) -> None:
-        """Under xdist, hand all but the last benches (up to workers - 1 of them) to child
-        processes that draw while this one carries on (pytest_npubench.drawing; ADR 0013).
-        Only benches whose figures are their own ``figures=`` function, found by discovery:
-        a ``pytest_npubench_figures`` hook of a plugin runs here, in this process."""
-        if (
-            self.shard is not None
-            or len(self.config.hook.pytest_npubench_figures.get_hookimpls()) > 1
-        ):
+        """Under xdist, start child processes for all but the last benches (up to workers - 1
+        of them) that will draw their figures beside this one (pytest_npubench.drawing; ADR
+        0013); started now, they import while the workers run. Only benches whose figures
+        are their own ``figures=`` function, found by discovery: a plugin's
+        ``pytest_npubench_figures`` hook runs here, in this process."""
+        if self.is_worker or self.shard is not None:
             return
-        drawable = [
-            b
-            for b in self.benches
-            if b.figures is not None
-            and b in self.sources
-            and artifacts.figure_inputs(self.ordered_results(b))
-        ]
+        if len(self.config.hook.pytest_npubench_figures.get_hookimpls()) > 1:
+            return
+        drawable = [b for b in self.benches if b.figures is not None and b in self.sources]
         children = min(len(drawable) - 1, self._parallel_figures() - 1)
         for bench in drawable[: max(0, children)]:
-            inputs = artifacts.figure_inputs(self.ordered_results(bench))
             try:
-                self._figure_jobs[bench.name] = start_figures(
-                    self.sources[bench],
-                    self.config.rootpath,
-                    bench.name,
-                    inputs,
-                    self.artifacts_dir / bench.name,
-                    self.artifacts_dir,
-                )
+                job = start_figures(self.sources[bench], self.config.rootpath, bench.name)
             except OSError:
                 continue  # drawn here instead
+            self._figure_jobs[bench.name] = job
+
+    def _send_figure_jobs(self) -> None:
+        """Send each child its bench's results; one with none to draw is let go."""
+        for name, job in list(self._figure_jobs.items()):
+            bench = next(b for b in self.benches if b.name == name)
+            inputs = artifacts.figure_inputs(self.ordered_results(bench))
+            if inputs:
+                job.send(inputs, self.artifacts_dir / name, self.artifacts_dir)
+            else:
+                job.cancel()
+                del self._figure_jobs[name]
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """No child is left behind, whatever ended the session."""
+        self._cancel_figure_jobs()
+
+    def _cancel_figure_jobs(self) -> None:
+        for job in self._figure_jobs.values():
+            job.cancel()
+        self._figure_jobs.clear()
 
     def _draw(self, bench: Bench, results: Mapping[str, ConfigResult]) -> list[Path]:
         if self.shard is not None:

@@ -58,14 +58,13 @@ class FigureJob:
         self._close_stdin(handle.name)
 
     def cancel(self) -> None:
-        """Not needed after all: the child exits on an empty job."""
-        if self.process.poll() is None:
-            self._close_stdin("")
-            try:
-                self.process.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.process.kill()
-                self.process.wait()
+        """Not needed after all: the child exits on an empty job (killed if it does not)."""
+        self._close_stdin("")
+        try:
+            self.process.communicate(timeout=30)  # reads and closes its pipes
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.communicate()
         if self.job_file is not None:
             self.job_file.unlink(missing_ok=True)
 

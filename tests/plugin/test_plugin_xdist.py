@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
-from toyproject import Project
+from toyproject import Project, output
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["-n0", "-n2"])
@@ -107,3 +107,13 @@ def test_a_figures_function_that_raises_in_a_child_is_reported_as_in_the_control
         )
     assert "pytest_npubench/" not in result.stdout.str()
     assert project.results()["benches"]["alpha"]["figures"] == []
+
+
+def test_a_run_with_nothing_to_draw_lets_the_figure_child_go(project: Project) -> None:
+    """The child started with the session exits when no config ran (-k matches none): no
+    error, no figure, and no process left running (pytest would warn of it)."""
+    _two_benches(project)
+    result = project.run("--npubench", "all", "-k", "no-such-config", "-W", "error", xdist=True)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED, output(result)
+    assert "ERROR" not in output(result) and "ResourceWarning" not in output(result)
+    assert not (project.path / "npubench-artifacts" / "alpha").exists()

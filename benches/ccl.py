@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_npubench import Bench, ConfigResult, Metric, Result
-from pytest_npubench.plotting import markers, measured, ns_tick_formatter, provenance, save
+from pytest_npubench.plotting import (
+    markers,
+    measured,
+    ns_tick_formatter,
+    provenance,
+    provenance_handles,
+    save,
+)
 from sim import load_topology
 from sim.collective_model import bounds_ps, model
 from sim.kernels.allreduce import (
@@ -224,23 +231,6 @@ def _panels(title: str) -> tuple[Any, Any]:
     return fig, axes.flat
 
 
-def _provenance_handles() -> list[Any]:
-    from matplotlib.lines import Line2D
-
-    return [
-        Line2D([], [], color="gray", marker="o", linestyle="none", label="measured in this run"),
-        Line2D(
-            [],
-            [],
-            color="gray",
-            marker="o",
-            markerfacecolor="white",
-            linestyle="none",
-            label="reused from the baseline",
-        ),
-    ]
-
-
 def busbw_bounds(grid: Grid, topology: str) -> dict[str, float]:
     """Per algorithm on ``topology`` (at GATED_CHIPS), its own busbw bound at the largest size:
     what the algorithm could reach if its busiest resource never idled (not the link peak)."""
@@ -283,7 +273,7 @@ def _busbw_vs_size(grid: Grid, path: Path) -> Path:
         _size_axis(ax)
         ax.grid(True, which="major", alpha=0.3)
         handles, _ = ax.get_legend_handles_labels()
-        ax.legend(handles=handles + _provenance_handles(), fontsize=7, loc="lower right", ncol=2)
+        ax.legend(handles=handles + provenance_handles(), fontsize=7, loc="lower right", ncol=2)
     return save(fig, path)
 
 
@@ -312,7 +302,7 @@ def _time_vs_size(grid: Grid, path: Path) -> Path:
         ax.grid(True, which="major", alpha=0.3)
         handles = [Line2D([], [], color=ALGO_COLORS[a], label=a) for a in algorithms_for(topology)]
         handles += [Line2D([], [], color="gray", linestyle="--", label="alpha-beta-gamma model")]
-        ax.legend(handles=handles + _provenance_handles(), fontsize=7, loc="upper left")
+        ax.legend(handles=handles + provenance_handles(), fontsize=7, loc="upper left")
     return save(fig, path)
 
 
@@ -458,7 +448,7 @@ def _sim_vs_model(grid: Grid, path: Path) -> Path:
         )
         for c in CHIPS
     ]
-    handles += _provenance_handles()
+    handles += provenance_handles()
     fig.legend(handles=handles, loc="lower center", ncol=len(handles) // 2 + 1, fontsize=8)
     fig.subplots_adjust(bottom=0.15)
     return save(fig, path)

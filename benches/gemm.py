@@ -20,6 +20,7 @@ from pytest_npubench.plotting import (
     markers,
     measured,
     provenance,
+    provenance_handles,
     save,
     time_unit,
 )
@@ -472,22 +473,13 @@ def _theory_vs_measured(grid: Grid, path: Path) -> Path:
             linestyle="none",
             label="model (steady-state pipeline, sim.model)",
         ),
-        Line2D([], [], color="gray", marker="o", linestyle="none", label="simulator, measured"),
-        Line2D(
-            [],
-            [],
-            color="gray",
-            marker="o",
-            markerfacecolor="white",
-            linestyle="none",
-            label="simulator, reused from the baseline",
-        ),
+        *provenance_handles("simulator, "),
     ]
     top.legend(handles=handles, loc="upper left", ncol=4, fontsize=8)
     fig.suptitle(
         "Model vs simulator: mac_util of each (top), and the ratio simulated / modelled latency "
         f"(bottom; green band: within {RATIO_BAND:.0%}, ratios outside it are printed)\n"
-        ">1: start-up transients the steady-state model folds into fill + drain, or HBM "
+        "Away from 1: start-up transients the steady-state model folds into fill + drain, or HBM "
         "channels shared by the A, B and C streams in issue order\n" + _note(grid),
         fontsize=10,
     )
@@ -585,16 +577,7 @@ def _roofline(grid: Grid, path: Path) -> Path:
             for v in VARIANTS
         ),
         Line2D([], [], color="gray", marker="x", linestyle="none", label="under-tile shape"),
-        Line2D([], [], color="gray", marker="o", linestyle="none", label="measured in this run"),
-        Line2D(
-            [],
-            [],
-            color="gray",
-            marker="o",
-            markerfacecolor="white",
-            linestyle="none",
-            label="reused from the baseline",
-        ),
+        *provenance_handles(),
     ]
     ax.legend(handles=handles, fontsize=8, loc="lower right")
     ax.set_title(

@@ -73,6 +73,17 @@ def markers(
             )
 
 
+def provenance_handles(prefix: str = "") -> list[Any]:
+    """Legend entries for the two marker styles: filled = measured, hollow = reused."""
+    from matplotlib.lines import Line2D
+
+    style: dict[str, Any] = {"color": "gray", "marker": "o", "linestyle": "none"}
+    return [
+        Line2D([], [], **style, label=f"{prefix}measured in this run"),
+        Line2D([], [], **style, markerfacecolor="white", label=f"{prefix}reused from the baseline"),
+    ]
+
+
 def save(fig: Any, path: Path, dpi: int = 100) -> Path:
     """Save without a timestamp or software tag (byte-reproducible), then close the figure."""
     import matplotlib.pyplot as plt

@@ -49,7 +49,8 @@ def provenance(results: Iterable[ConfigResult], where: str = "") -> str:
     """``65 configs on hw: 33 measured in this run, 32 reused from the baseline (not re-run)``."""
     listed = list(results)
     ran = sum(measured(r) for r in listed)
-    text = f"{len(listed)} configs{where}: {ran} measured in this run"
+    plural = "" if len(listed) == 1 else "s"
+    text = f"{len(listed)} config{plural}{where}: {ran} measured in this run"
     if len(listed) - ran:
         text += f", {len(listed) - ran} reused from the baseline (regen-only, not re-run)"
     return text

@@ -259,3 +259,23 @@ def test_busbw_bound_is_each_algorithms_own_per_topology() -> None:
         ]
         assert bound == entry["metrics"]["algo_bound_busbw_gbs"]
     assert len(set(bounds.values())) > 1  # they differ: the line is per algorithm
+
+
+def test_size_figures_count_only_the_configs_they_plot() -> None:
+    """busbw_vs_size and time_vs_size draw the 8-chip configs only; their subtitle counts
+    those (170), not the whole sweep (1020)."""
+    configs = json.loads((ROOT / "baselines" / "ccl.json").read_text())["configs"]
+    grid: ccl.Grid = {}
+    for entry in configs.values():
+        p = entry["params"]
+        source = "run" if ccl.gated(p) else "baseline"
+        grid[p["topology"], p["chips"], p["algorithm"], p["size"]] = _fake(
+            p, source, **entry["metrics"]
+        )
+    plotted = ccl._at_chips(grid, ccl.GATED_CHIPS)
+    per_size = sum(len(ccl.algorithms_for(t)) for t in ccl.TOPOLOGIES)
+    assert len(plotted) == per_size * len(ccl.SIZES) < len(grid)
+    measured = per_size * len(ccl.GATED_SIZES[ccl.GATED_CHIPS])
+    assert ccl._note(plotted, " plotted").startswith(
+        f"{len(plotted)} configs plotted on {ccl.TOPOLOGY.fingerprint}: {measured} measured"
+    )

@@ -32,6 +32,7 @@ from pytest_npubench.plotting import (
     provenance,
     provenance_handles,
     save,
+    titled,
 )
 from sim import load_topology
 from sim.collective_model import bounds_ps, model
@@ -267,7 +268,7 @@ def _busbw_vs_size(grid: Grid, path: Path) -> Path:
                 linewidth=1,
                 label=f"{ALGO_SHORT[algorithm]}'s own bound {bounds[algorithm]:.3g} GB/s",
             )
-        ax.set_title(topology)
+        titled(ax, topology)
         ax.set_yscale("log")
         ax.set_ylabel("busbw (GB/s, log scale)")
         _size_axis(ax)
@@ -296,7 +297,7 @@ def _time_vs_size(grid: Grid, path: Path) -> Path:
             markers(ax, xs, sim, rows, color, marker="o", markersize=5)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(ns_tick_formatter())
-        ax.set_title(topology)
+        titled(ax, topology)
         ax.set_ylabel("allreduce time (log scale)")
         _size_axis(ax)
         ax.grid(True, which="major", alpha=0.3)
@@ -384,7 +385,7 @@ def _best_algorithm(grid: Grid, path: Path) -> Path:
         ax.set_yticklabels([str(c) for c in CHIPS])
         ax.set_xlabel("message size (bytes, powers of 1024)")
         ax.set_ylabel("chips")
-        ax.set_title(topology)
+        titled(ax, topology)
     handles = [Patch(color=ALGO_COLORS[a], label=f"{ALGO_SHORT[a]} = {a}") for a in order]
     handles.append(Patch(color=TIE_COLOR, label="tie"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9)
@@ -433,7 +434,7 @@ def _sim_vs_model(grid: Grid, path: Path) -> Path:
         ax.set_yticklabels(["0.5", "0.75", "1", "1.25", "1.5", "2"])
         ax.minorticks_off()
         ax.set_ylabel("simulated / model time")
-        ax.set_title(topology)
+        titled(ax, topology)
         _size_axis(ax)
         ax.grid(True, alpha=0.3)
     handles = [Line2D([], [], color=ALGO_COLORS[a], label=a) for a in ALGORITHMS]

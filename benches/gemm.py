@@ -17,12 +17,14 @@ from typing import Any
 from pytest_npubench import Bench, ConfigResult, Metric, Result
 from pytest_npubench.plotting import (
     REUSED_ALPHA,
+    bars,
     markers,
     measured,
     provenance,
     provenance_handles,
     save,
     time_unit,
+    titled,
 )
 from sim import gemm_metrics, load_topology
 from sim.datacheck import DataCheckError, check_gemm_data
@@ -283,10 +285,12 @@ def _stage_breakdown(grid: Grid, path: Path) -> Path:
         panel = stage_panel(grid[shape])
         n = len(panel["variants"])
         alphas = [REUSED_ALPHA if reused else 1.0 for reused in panel["reused"]]
+        xs, heights, colors = [], [], []
         for s_i, stage in enumerate(STAGES):
-            xs = [v_i + (s_i - 1.5) * width for v_i in range(n)]
-            colors = [to_rgba(STAGE_COLORS[stage], a) for a in alphas]
-            ax.bar(xs, panel["busy"][stage], width, color=colors)
+            xs += [v_i + (s_i - 1.5) * width for v_i in range(n)]
+            heights += panel["busy"][stage]
+            colors += [to_rgba(STAGE_COLORS[stage], a) for a in alphas]
+        bars(ax, xs, heights, width, colors)
         ax.hlines(
             panel["latency"],
             [i - 0.45 for i in range(n)],
@@ -299,7 +303,8 @@ def _stage_breakdown(grid: Grid, path: Path) -> Path:
         ax.set_xticks(range(n), [v.replace("_", "\n") for v in panel["variants"]], fontsize=8)
         reused = all(panel["reused"])
         title = _shape_label(shape, newline=False) + ("  [reused from baseline]" if reused else "")
-        ax.set_title(title, fontsize=9, color="dimgray" if reused else "black")
+        titled(ax, title, fontsize=9, color="dimgray" if reused else "black")
+        ax.set_ylim(0, max(max(heights), *panel["latency"]) * 1.06)
         ax.set_ylabel(f"time ({panel['unit']})", fontsize=8)
         ax.tick_params(axis="y", labelsize=8)
     for ax in list(axes.flat)[len(shapes) :]:
@@ -341,18 +346,19 @@ def _stage_breakdown(grid: Grid, path: Path) -> Path:
 
 def _variant_bars(ax: Any, grid: Grid, metric: str) -> None:
     """Grouped bars per shape, one per variant; reused configs pale."""
+    from matplotlib.colors import to_rgba
+
     width = 0.8 / len(VARIANTS)
+    xs, heights, colors = [], [], []
     for v_i, variant in enumerate(VARIANTS):
         for s_i, shape in enumerate(grid):
             res = grid[shape].get(variant)
             if res is not None:
-                ax.bar(
-                    s_i + (v_i - (len(VARIANTS) - 1) / 2) * width,
-                    res.metrics[metric],
-                    width,
-                    color=VARIANT_COLORS[variant],
-                    alpha=1.0 if measured(res) else REUSED_ALPHA,
-                )
+                xs.append(s_i + (v_i - (len(VARIANTS) - 1) / 2) * width)
+                heights.append(res.metrics[metric])
+                alpha = 1.0 if measured(res) else REUSED_ALPHA
+                colors.append(to_rgba(VARIANT_COLORS[variant], alpha))
+    bars(ax, xs, heights, width, colors)
 
 
 def useful_efficiency(grid: Grid) -> list[float]:
@@ -387,11 +393,12 @@ def _mac_utilization(grid: Grid, path: Path) -> Path:
     _variant_bars(mid, grid, "pe_util")
     mid.set_ylabel("pe_util\nMACs issued / (peak x PE window)")
     reused = [not any(measured(r) for r in row.values()) for row in grid.values()]
-    bottom.bar(
-        range(len(grid)),
+    bars(
+        bottom,
+        list(range(len(grid))),
         useful_efficiency(grid),
         0.6,
-        color=[to_rgba("gray", REUSED_ALPHA if r else 1.0) for r in reused],
+        [to_rgba("gray", REUSED_ALPHA if r else 1.0) for r in reused],
     )
     bottom.set_ylabel("useful efficiency\nreal / padded MACs\n(same for every variant)")
     for ax in (top, mid, bottom):

@@ -85,6 +85,26 @@ def provenance_handles(prefix: str = "") -> list[Any]:
     ]
 
 
+def bars(ax: Any, xs: list[float], heights: list[float], width: float, colors: list[Any]) -> None:
+    """Vertical bars from 0 as one collection: a figure of many small panels pays per artist
+    (``ax.bar`` makes and lays out one Rectangle per bar)."""
+    from matplotlib.collections import PolyCollection
+
+    verts = [
+        [(x - width / 2, 0.0), (x - width / 2, h), (x + width / 2, h), (x + width / 2, 0.0)]
+        for x, h in zip(xs, heights, strict=True)
+    ]
+    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="none"))
+    ax.update_datalim([(x, h) for x, h in zip(xs, heights, strict=True)] + [(xs[0], 0.0)])
+    ax.autoscale_view()
+
+
+def titled(ax: Any, text: str, **style: Any) -> None:
+    """``ax.set_title`` at a fixed height: an automatic one measures the axis ticks of every
+    panel to dodge them (a sixth of a many-panel figure's drawing time)."""
+    ax.set_title(text, y=1.0, pad=4, **style)
+
+
 def save(fig: Any, path: Path, dpi: int = 100) -> Path:
     """Save without a timestamp or software tag (byte-reproducible), then close the figure."""
     import matplotlib.pyplot as plt

@@ -211,6 +211,21 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     state = NpubenchSession(config)
     config.stash[STATE_KEY] = state
+    _drop_idle_test_plugins(config)
     config.pluginmanager.register(state, "npubench-session")
     if state.shard is not None:
         config.pluginmanager.register(ShardSelector(state), "npubench-shard")
+
+
+#: plugins that only serve ordinary tests, which a bench run never collects (ADR 0013)
+IDLE_IN_BENCH_RUNS = ("hypothesispytest",)
+
+
+def _drop_idle_test_plugins(config: pytest.Config) -> None:
+    """Unregister plugins that have nothing to do in a bench run: hypothesis's terminal
+    summary alone imports all of hypothesis (~1 s, most of it re-compiled when bytecode is
+    not cached) at the end of every run, for tests a bench run never collects."""
+    for name in IDLE_IN_BENCH_RUNS:
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)

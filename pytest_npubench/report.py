@@ -180,8 +180,10 @@ def summary_columns(bench: Bench) -> list[str]:
 
 def ordered(results: Mapping[str, ConfigResult]) -> list[ConfigResult]:
     """Results worst first; within a verdict, in sweep order."""
-    listed = list(results.values())
-    return sorted(listed, key=lambda r: (verdict_rank(r.verdict), listed.index(r)))
+    ranked = sorted(
+        enumerate(results.values()), key=lambda ir: (verdict_rank(ir[1].verdict), ir[0])
+    )
+    return [r for _, r in ranked]
 
 
 def metric_cell(result: ConfigResult, name: str, unit: str | None = None) -> str:

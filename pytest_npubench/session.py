@@ -29,6 +29,8 @@ from pytest_npubench.baseline import write_atomic as write_baseline
 from pytest_npubench.bench import Bench, Metric, flat_content
 from pytest_npubench.compare import Comparison, ConfigResult, compare_metric
 from pytest_npubench.discover import BenchImportError, discover
+from pytest_npubench.drawing import FigureError, FigureJob
+from pytest_npubench.drawing import start as start_figures
 from pytest_npubench.item import PROBLEM_KEY, BenchCollector, BenchItem, bench_traceback
 from pytest_npubench.report import (
     bench_line,
@@ -81,6 +83,7 @@ class NpubenchSession:
         self._baseline_errors: dict[str, BaselineError] = {}
         self._whatif: dict[str, list[str]] = {}
         self.not_accepted: set[str] = set()  # benches whose regen could not write
+        self._figure_jobs: dict[str, FigureJob] = {}  # benches drawn by a child process
 
     # -- paths ------------------------------------------------------------------------------
 
@@ -117,6 +120,7 @@ class NpubenchSession:
                     found.append(bench)
         self._check_unique(found)
         self.benches = self._select(found)
+        self._start_figure_jobs()
 
     @pytest.hookimpl(trylast=True)
     def pytest_npubench_add_benches(self, config: pytest.Config) -> list[Bench]:
@@ -349,7 +353,9 @@ class NpubenchSession:
             if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
                 session.exitstatus = pytest.ExitCode.OK  # more shards than configs: fine
         if not self.results:
+            self._cancel_figure_jobs()
             return
+        self._send_figure_jobs()
         if self.shard is None and self.regen and exitstatus != pytest.ExitCode.INTERRUPTED:
             for bench in self.benches:
                 self._regen(bench)
@@ -451,6 +457,9 @@ class NpubenchSession:
     def _write_artifacts(self) -> None:
         root = self.artifacts_dir
         entries = []
+        # this process draws its own benches first, then takes what the children drew
+        order = sorted(self.benches, key=lambda b: b.name in self._figure_jobs)
+        drawn = {b.name: self._draw(b, self.ordered_results(b)) for b in order}
         for bench in self.benches:
             results = self.ordered_results(bench)
             if results:
@@ -461,7 +470,7 @@ class NpubenchSession:
                         results,
                         self._fingerprint(bench),
                         self.relpath(self.baseline_path(bench)),
-                        self._draw(bench, results),
+                        drawn[bench.name],
                         self.whatif_lines(bench),
                         self.topology_content(bench),
                     )
@@ -511,8 +520,62 @@ class NpubenchSession:
         """The payload a shard recorded for this config (under --npubench-replay)."""
         return None if self.replay is None else self.replay.get(bench.name, {}).get(config_id)
 
+    def _parallel_figures(self) -> int:
+        """How many processes may draw figures at once: the xdist worker count (1 without)."""
+        if not self.config.pluginmanager.has_plugin("dsession"):
+            return 1
+        return max(1, len(getattr(self.config.option, "tx", None) or ()))
+
+    def _start_figure_jobs(self) -> None:
+        """Under xdist, start child processes for all but the last benches (up to workers - 1
+        of them) that will draw their figures beside this one (pytest_npubench.drawing; ADR
+        0013); started now, they import while the workers run. Only benches whose figures
+        are their own ``figures=`` function, found by discovery: a plugin's
+        ``pytest_npubench_figures`` hook runs here, in this process."""
+        if self.is_worker or self.shard is not None:
+            return
+        if len(self.config.hook.pytest_npubench_figures.get_hookimpls()) > 1:
+            return
+        drawable = [b for b in self.benches if b.figures is not None and b in self.sources]
+        children = min(len(drawable) - 1, self._parallel_figures() - 1)
+        for bench in drawable[: max(0, children)]:
+            try:
+                job = start_figures(self.sources[bench], self.config.rootpath, bench.name)
+            except OSError:
+                continue  # drawn here instead
+            self._figure_jobs[bench.name] = job
+
+    def _send_figure_jobs(self) -> None:
+        """Send each child its bench's results; one with none to draw is let go."""
+        for name, job in list(self._figure_jobs.items()):
+            bench = next(b for b in self.benches if b.name == name)
+            inputs = artifacts.figure_inputs(self.ordered_results(bench))
+            if inputs:
+                job.send(inputs, self.artifacts_dir / name, self.artifacts_dir)
+            else:
+                job.cancel()
+                del self._figure_jobs[name]
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """No child is left behind, whatever ended the session."""
+        self._cancel_figure_jobs()
+
+    def _cancel_figure_jobs(self) -> None:
+        for job in self._figure_jobs.values():
+            job.cancel()
+        self._figure_jobs.clear()
+
     def _draw(self, bench: Bench, results: Mapping[str, ConfigResult]) -> list[Path]:
         if self.shard is not None:
+            return []
+        job = self._figure_jobs.pop(bench.name, None)
+        if job is not None:
+            try:
+                return job.result()
+            except FigureError as exc:
+                self.problems.append((f"figures of bench {bench.name!r} failed: {exc}", exc.detail))
+            except Exception as exc:
+                self._problem(f"figures of bench {bench.name!r} failed: {exc}")
             return []
         inputs = artifacts.figure_inputs(results)
         hook = self.config.hook.pytest_npubench_figures

@@ -93,7 +93,7 @@ def test_run_reports_nccl_style_numbers() -> None:
     assert m["algbw_gbs"] == pytest.approx(params["size"] / m["time_ns"])
     assert m["busbw_gbs"] == pytest.approx(m["algbw_gbs"] * 2 * 7 / 8)
     assert m["sim_model_ratio"] == pytest.approx(m["time_ns"] / m["model_time_ns"])
-    assert m["wrong"] == 0 and m["count"] == params["size"] / 2
+    assert m["wrong"] == 0
     assert m["time_ns"] >= m["bound_ns"]
 
 
@@ -168,7 +168,7 @@ def test_committed_baselines_cover_every_config_and_the_gated_run_passes(
     )
     result.assert_outcomes(passed=17)
     header = next(line for line in result.outlines if "verdict" in line and "config" in line)
-    columns = ["size_bytes", "count", "time_us", "algbw_gbs", "busbw_gbs", "wrong"]
+    columns = ["time_us", "algbw_gbs", "busbw_gbs", "wrong"]
     assert [header.index(c) for c in columns] == sorted(header.index(c) for c in columns)
     figures = bench_dir.path / "npubench-artifacts" / "ccl"
     for name in ("busbw_vs_size", "time_vs_size", "best_algorithm", "sim_vs_model"):
@@ -185,3 +185,97 @@ def test_slower_links_fail_the_gate_with_the_time_row(bench_dir: pytest.Pytester
     )
     result.assert_outcomes(failed=17)
     result.stdout.fnmatch_lines(["*metric*baseline*current*", "*time_ns*regression*"])
+
+
+def test_config_inputs_are_params_not_metrics() -> None:
+    """The message size is the sweep's ``size`` param; neither it nor the element count (an
+    input too) is a metric with a direction, in the bench or its committed baseline."""
+    assert "size_bytes" not in ccl.METRICS and "count" not in ccl.METRICS
+    result = ccl.run({"topology": "ring", "chips": 4, "algorithm": "ring", "size": 4096})
+    assert "size_bytes" not in result.metrics and "count" not in result.metrics
+    configs = json.loads((ROOT / "baselines" / "ccl.json").read_text())["configs"]
+    entry = configs["ring-p4-ring-4KiB"]
+    assert entry["params"]["size"] == 4096
+    assert not {"size_bytes", "count"} & set(entry["metrics"])
+
+
+def _fake(params: dict[str, Any], source: str = "run", **metrics: float) -> Any:
+    from pytest_npubench import ConfigResult
+
+    return ConfigResult("ccl", ccl.config_id(params), params, dict(metrics), None, "pass", source)  # type: ignore[arg-type]
+
+
+def _cell_grid(times: dict[str, float], source: str = "run") -> ccl.Grid:
+    grid: ccl.Grid = {}
+    for algorithm, time_ns in times.items():
+        params = {"topology": "switch", "chips": 8, "algorithm": algorithm, "size": 1024}
+        grid["switch", 8, algorithm, 1024] = _fake(params, source, time_ns=time_ns)
+    return grid
+
+
+def test_best_algorithm_shows_a_tie_as_a_tie_and_the_winning_margin() -> None:
+    """Within TIE of the fastest is a tie (both named); the margin is how much slower the next
+    algorithm is; a cell is 'measured' only if all its configs ran in this run."""
+    tie = ccl.fastest(
+        _cell_grid({"ring": 1000.0, "halving_doubling": 1000.5, "direct": 1500.0}),
+        "switch",
+        8,
+        1024,
+    )
+    assert tie is not None
+    assert tie["winners"] == ["ring", "halving_doubling"]
+    assert tie["margin"] == pytest.approx(0.5)
+    assert tie["measured"] is True
+    clear = ccl.fastest(
+        _cell_grid({"ring": 1000.0, "halving_doubling": 1100.0}, "baseline"), "switch", 8, 1024
+    )
+    assert clear is not None
+    assert clear["winners"] == ["ring"] and clear["margin"] == pytest.approx(0.1)
+    assert clear["measured"] is False
+
+
+def test_busbw_bound_is_each_algorithms_own_per_topology() -> None:
+    """The dashed line of busbw_vs_size is each algorithm's own bound at the largest size drawn
+    (from algo_bound_busbw_gbs), not one link peak shared by all."""
+    configs = json.loads((ROOT / "baselines" / "ccl.json").read_text())["configs"]
+    grid: ccl.Grid = {}
+    for entry in configs.values():
+        p = entry["params"]
+        grid[p["topology"], p["chips"], p["algorithm"], p["size"]] = _fake(
+            p, "baseline", **entry["metrics"]
+        )
+    bounds = ccl.busbw_bounds(grid, "ring")
+    largest = max(ccl.SIZES)
+    for algorithm, bound in bounds.items():
+        entry = configs[
+            ccl.config_id(
+                {
+                    "topology": "ring",
+                    "chips": ccl.GATED_CHIPS,
+                    "algorithm": algorithm,
+                    "size": largest,
+                }
+            )
+        ]
+        assert bound == entry["metrics"]["algo_bound_busbw_gbs"]
+    assert len(set(bounds.values())) > 1  # they differ: the line is per algorithm
+
+
+def test_size_figures_count_only_the_configs_they_plot() -> None:
+    """busbw_vs_size and time_vs_size draw the 8-chip configs only; their subtitle counts
+    those (170), not the whole sweep (1020)."""
+    configs = json.loads((ROOT / "baselines" / "ccl.json").read_text())["configs"]
+    grid: ccl.Grid = {}
+    for entry in configs.values():
+        p = entry["params"]
+        source = "run" if ccl.gated(p) else "baseline"
+        grid[p["topology"], p["chips"], p["algorithm"], p["size"]] = _fake(
+            p, source, **entry["metrics"]
+        )
+    plotted = ccl._at_chips(grid, ccl.GATED_CHIPS)
+    per_size = sum(len(ccl.algorithms_for(t)) for t in ccl.TOPOLOGIES)
+    assert len(plotted) == per_size * len(ccl.SIZES) < len(grid)
+    measured = per_size * len(ccl.GATED_SIZES[ccl.GATED_CHIPS])
+    assert ccl._note(plotted, " plotted").startswith(
+        f"{len(plotted)} configs plotted on {ccl.TOPOLOGY.fingerprint}: {measured} measured"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,3 +105,84 @@ def test_traces_of_gemm_configs_follow_the_trace_event_format(
     assert len(check_trace_event_format(small)) == small["otherData"]["records"]
     check_trace_event_format(big)
     assert big["otherData"]["merged"] is True
+
+
+def _baseline_grid(measured_ids: frozenset[str] = frozenset()) -> Any:
+    """The committed gemm baseline as the figures see it; ids in ``measured_ids`` as if run."""
+    import benches.gemm as gemm
+    from pytest_npubench import ConfigResult
+
+    configs = json.loads((ROOT / "baselines" / "gemm.json").read_text())["configs"]
+    results = {
+        cid: ConfigResult(
+            "gemm",
+            cid,
+            gemm.BENCH.config(cid).params,
+            entry["metrics"],
+            entry["metrics"],
+            "pass" if cid in measured_ids else "reused-baseline",
+            "run" if cid in measured_ids else "baseline",
+        )
+        for cid, entry in configs.items()
+    }
+    return gemm._by_shape(results)
+
+
+def test_stage_breakdown_panels_use_a_readable_time_unit_and_mark_reused_panels() -> None:
+    """A panel's numbers stay below 1000 in their unit (ms for the 4096^3 shape, not 200000
+    us); the black line is the end-to-end latency; a regen-only shape's panel is reused."""
+    import benches.gemm as gemm
+
+    grid = _baseline_grid(frozenset({"128x128x128-load_ref"}))
+    big = gemm.stage_panel(grid[(4096, 4096, 4096)])
+    assert big["unit"] == "ms"
+    assert max(big["latency"]) < 1000 and all(big["reused"])
+    row = grid[(4096, 4096, 4096)]
+    assert big["latency"][0] == row["load_ref"].metrics["latency_ns"] / 1e6
+    small = gemm.stage_panel(grid[(16, 32, 16)])
+    assert small["unit"] == "ns"
+    mixed = gemm.stage_panel(grid[(128, 128, 128)])
+    assert mixed["unit"] == "µs" and mixed["reused"] == [False, True, True, True]
+    shapes = list(grid)  # panels in order of M*K*N
+    assert [m * k * n for m, k, n in shapes] == sorted(m * k * n for m, k, n in shapes)
+
+
+def test_useful_efficiency_is_drawn_once_per_shape() -> None:
+    """real / padded MACs depends on the shape only: one value per shape, not one per variant;
+    an under-tile shape pads (below 1), a tile-multiple shape does not."""
+    import benches.gemm as gemm
+
+    grid = _baseline_grid()
+    values = dict(zip(grid, gemm.useful_efficiency(grid), strict=True))
+    assert len(values) == len(grid)
+    assert values[(16, 32, 16)] < 1 and values[(256, 256, 256)] == 1
+
+
+def test_model_ratio_is_simulated_over_modelled_latency_per_config() -> None:
+    """theoretical_vs_measured.png plots each config's model_ratio (simulated / modelled
+    latency), flagged measured or reused."""
+    import benches.gemm as gemm
+
+    grid = _baseline_grid(frozenset({"24x48x40-double_buffer"}))
+    ratios = gemm.model_ratios(grid)
+    index = list(grid).index((24, 48, 40))
+    point = next(p for p in ratios["double_buffer"] if p[0] == index)
+    metrics = grid[(24, 48, 40)]["double_buffer"].metrics
+    assert point == (index, metrics["model_ratio"], True)
+    assert sum(len(points) for points in ratios.values()) == sum(len(r) for r in grid.values())
+    assert sum(ran for points in ratios.values() for _, _, ran in points) == 1
+
+
+def test_roofline_labels_every_shape_once() -> None:
+    """Every shape's name appears in exactly one label, at its fastest variant's point."""
+    import benches.gemm as gemm
+
+    grid = _baseline_grid()
+    labels = gemm.roofline_labels(grid)
+    names = [name for text in labels for name in text.split("\n")]
+    assert sorted(names) == sorted("x".join(map(str, s)) for s in grid)
+    by_name = {"x".join(map(str, s)): row for s, row in grid.items()}
+    for text, (x, y) in labels.items():  # at the fastest point of the first shape it names
+        best = max(by_name[text.split("\n")[0]].values(), key=lambda r: r.metrics["tflops"])
+        assert (x, y) == (best.metrics["arith_intensity_flop_per_byte"], best.metrics["tflops"])
+    assert len(labels) < len(grid)  # the big shapes at the ridge share one label

@@ -123,3 +123,26 @@ def test_a_broken_test_file_or_conftest_cannot_stop_a_bench_run(
     result = project.run("--npubench", "toy", "tests/test_broken.py", xdist=xdist)
     result.assert_outcomes(passed=4)
     assert "nosuchmodule" not in output(result)
+
+
+REPORT_PLUGINS = """
+def pytest_sessionfinish(session):
+    has = session.config.pluginmanager.has_plugin("hypothesispytest")
+    print(f"\\nhypothesis plugin registered: {has}")
+"""
+
+
+@pytest.mark.parametrize("bench_run", [False, True], ids=["plain", "--npubench"])
+def test_a_bench_run_drops_the_hypothesis_plugin_a_plain_run_keeps_it(
+    pytester: pytest.Pytester, bench_run: bool
+) -> None:
+    """A bench run collects no ordinary test, so hypothesis's plugin (whose end-of-run summary
+    imports all of hypothesis) is unregistered; a plain run keeps it (ADR 0013)."""
+    project = Project(pytester)
+    project.bench()
+    project.write("conftest.py", REPORT_PLUGINS)
+    project.write("tests/test_plain.py", "def test_plain():\n    pass\n")
+    args = ["--npubench", "toy", "--regen-baselines"] if bench_run else []
+    result = pytester.runpytest_inprocess(*args, "-s")
+    assert result.ret == 0, output(result)
+    result.stdout.fnmatch_lines([f"hypothesis plugin registered: {not bench_run}"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
-from toyproject import Project
+from toyproject import Project, output
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["-n0", "-n2"])
@@ -25,3 +25,95 @@ def test_metrics_are_junitxml_properties(project: Project, xdist: bool) -> None:
     assert props["npubench.latency_ns"] == "64.0"
     assert props["npubench.throughput"] == "10.0"
     assert '"verdict": "new"' in props["npubench"]
+
+
+PID_FIGURE = """
+import os
+
+
+def figures(results, outdir):
+    import matplotlib.pyplot as plt
+
+    if os.environ.get("TOY_FIGURES_RAISE"):
+        raise ValueError("the figure function broke")
+    (outdir / "pid.txt").write_text(str(os.getpid()))
+    fig, ax = plt.subplots(figsize=(3, 2), dpi=50)
+    ax.bar(list(results), [r.metrics["latency_ns"] for r in results.values()])
+    fig.savefig(outdir / "latency.png")
+    plt.close(fig)
+    return [outdir / "latency.png"]
+
+
+BENCH = Bench(
+    name=NAME,
+    sweep={"size": [16, 32]},
+    run=lambda p: Result(metrics={"latency_ns": float(p["size"])}),
+    metrics={"latency_ns": Metric(unit="ns", direction="lower")},
+    fingerprint=lambda: "toy-hw:1",
+    figures=figures,
+)
+"""
+
+
+def _two_benches(project: Project) -> None:
+    for name in ("alpha", "beta"):
+        header = f"from pytest_npubench import Bench, Metric, Result\nNAME = {name!r}\n"
+        project.write(f"benches/{name}.py", header + PID_FIGURE)
+
+
+def test_under_xdist_two_benches_are_drawn_by_two_processes_with_the_same_bytes(
+    project: Project,
+) -> None:
+    """With -n 2 one bench's figures are drawn in a child process while the controller draws
+    the other (ADR 0013), and every artifact is byte-identical to a -n 0 run."""
+    _two_benches(project)
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    files: dict[bool, dict[str, bytes]] = {}
+    pids: dict[bool, set[str]] = {}
+    for xdist in (False, True):
+        project.run("--npubench", "all", xdist=xdist).assert_outcomes(passed=4)
+        art = project.path / "npubench-artifacts"
+        pids[xdist] = {project.read(f"npubench-artifacts/{b}/pid.txt") for b in ("alpha", "beta")}
+        files[xdist] = {
+            p.relative_to(art).as_posix(): p.read_bytes()
+            for p in sorted(art.rglob("*"))
+            if p.is_file() and p.name != "pid.txt"
+        }
+    assert len(pids[False]) == 1  # -n 0: one process drew both
+    assert len(pids[True]) == 2  # -n 2: two processes, at the same time
+    assert "alpha/latency.png" in files[True] and "beta/latency.png" in files[True]
+    assert files[True].keys() == files[False].keys()
+    different = [name for name in files[True] if files[True][name] != files[False][name]]
+    assert different == [], different
+
+
+def test_a_figures_function_that_raises_in_a_child_is_reported_as_in_the_controller(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child's error names the bench and the exception, with the bench's own traceback and
+    no plugin frames; the run fails, the other files are still written."""
+    _two_benches(project)
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    monkeypatch.setenv("TOY_FIGURES_RAISE", "1")
+    result = project.run("--npubench", "all", xdist=True)
+    assert result.ret == 1
+    for name in ("alpha", "beta"):  # one drawn here, one in a child: reported alike
+        result.stdout.fnmatch_lines(
+            [
+                f"ERROR figures of bench {name!r} failed: ValueError('the figure function broke')",
+                f"benches/{name}.py:*: in figures",
+                '*raise ValueError("the figure function broke")',
+            ]
+        )
+    assert "pytest_npubench/" not in result.stdout.str()
+    assert project.results()["benches"]["alpha"]["figures"] == []
+
+
+def test_a_run_with_nothing_to_draw_lets_the_figure_child_go(project: Project) -> None:
+    """The child started with the session exits when no config ran (-k matches none): no
+    error, no figure, and no process left running (pytest would warn of it)."""
+    _two_benches(project)
+    result = project.run("--npubench", "all", "-k", "no-such-config", "-W", "error", xdist=True)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED, output(result)
+    assert "ERROR" not in output(result) and "ResourceWarning" not in output(result)
+    assert not (project.path / "npubench-artifacts" / "alpha").exists()

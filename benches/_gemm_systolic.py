@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_npubench import ConfigResult
+from pytest_npubench.plotting import REUSED_ALPHA, measured, save
 from sim.topology import Topology
 
 #: the ``pe`` sweep axis: how the PE times a tile-op
@@ -83,7 +84,11 @@ def systolic_vs_tile(results: dict[str, ConfigResult], topo: Topology, path: Pat
             ys = [pairs[s][model].metrics[metric] for s in shapes if model in pairs[s]]
             if metric == "latency_ns":
                 ys = [y / 1000 for y in ys]
+            rows = [pairs[s][model] for s in shapes if model in pairs[s]]
+            alphas = [1.0 if measured(r) else REUSED_ALPHA for r in rows]
             bars = ax.bar(xs, ys, width, color=COLORS[model], label=labels[model])
+            for bar, alpha in zip(bars, alphas, strict=True):
+                bar.set_alpha(alpha)
             ax.bar_label(bars, fmt="%.3g", fontsize=7)
         ax.set_xticks(
             range(len(shapes)),
@@ -100,9 +105,11 @@ def systolic_vs_tile(results: dict[str, ConfigResult], topo: Topology, path: Pat
             )
     axes[0].legend(fontsize=7, loc="upper left")
     bars = [r for row in pairs.values() for r in row.values()]
-    reused = sum(r.source == "baseline" for r in bars)
+    reused = sum(not measured(r) for r in bars)
     missing = 2 * len(shapes) - len(bars)
-    note = f"{len(bars) - reused} bars measured in this run, {reused} drawn from baseline values"
+    note = (
+        f"{len(bars) - reused} bars measured in this run, {reused} reused from the baseline (pale)"
+    )
     if missing:
         note += f", {missing} not run (not selected)"
     fig.suptitle(
@@ -113,6 +120,4 @@ def systolic_vs_tile(results: dict[str, ConfigResult], topo: Topology, path: Pat
         fontsize=9,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi=110)

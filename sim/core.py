@@ -35,7 +35,7 @@ import numpy as np
 
 from sim.errors import NpuSimError
 from sim.limits import MAX_TIME_PS  # one definition of the int64-ps ceiling
-from sim.oplog import COLUMNS, DTYPES, OpLog
+from sim.oplog import DTYPES, OpLog, Repeat
 
 __all__ = [
     "COPY",
@@ -161,11 +161,18 @@ def program_ops(program: BlockProgram) -> list[Op]:
 
 
 class _Writer:
-    """Record columns preallocated for the whole program; Python lists for the live segment."""
+    """Stored record columns in chunks; Python lists for the live segment; the periods.
+
+    A period found by the fast path is stored once with a :class:`~sim.oplog.Repeat`
+    (its copies are never written out: the op log is compressed, docs/adr/0011).
+    """
 
     def __init__(self, total: int) -> None:
-        self.cols = {name: np.empty(total, DTYPES[name]) for name in COLUMNS if name != "chip"}
-        self.pos = 0
+        self.total = total
+        self.chunks: list[list[list[int]]] = []
+        self.pos = 0  # stored records flushed
+        self.logical = 0  # records of the full log flushed (copies included)
+        self.repeats: list[Repeat] = []
         self.reset()
 
     def reset(self) -> None:
@@ -180,45 +187,46 @@ class _Writer:
 
     @property
     def count(self) -> int:
+        """Stored records so far (where a period found now would start)."""
         return self.pos + len(self.op)
 
     def flush(self) -> None:
         n = len(self.op)
-        if self.pos + n > len(self.cols["op"]):
+        if self.logical + n > self.total:
             raise SimulationError("the program emitted more operations than it declared")
-        for name, col in self.cols.items():
-            col[self.pos : self.pos + n] = getattr(self, name)
+        if n:
+            self.chunks.append([getattr(self, name) for name in _WRITTEN])
         self.pos += n
+        self.logical += n
         self.reset()
 
     def repeat(self, rec0: int, n: int, lam: int, ops_shift: int, tiles_shift: int) -> None:
-        """Append ``n`` copies of records ``[rec0, count)``, copy k shifted by k periods."""
+        """Records ``[rec0, count)`` are followed by ``n`` copies, copy k shifted by k periods."""
         self.flush()
         length = self.pos - rec0
-        if self.pos + n * length > len(self.cols["op"]):
+        if self.logical + n * length > self.total:
             raise SimulationError("the program emitted more operations than it declared")
-        k = np.arange(1, n + 1, dtype=np.int64)[:, None]
-        shifts = {"start": k * lam, "end": k * lam, "op": k * ops_shift}
-        for name, col in self.cols.items():
-            src = col[rec0 : self.pos]
-            dst = col[self.pos : self.pos + n * length].reshape(n, length)
-            if name in shifts:
-                np.add(src[None, :], shifts[name], out=dst)
-            elif name == "tile":
-                np.add(src[None, :], np.where(src >= 0, tiles_shift, 0)[None, :] * k, out=dst)
-            else:
-                dst[:] = src[None, :]
-        self.pos += n * length
+        self.repeats.append(Repeat(rec0, self.pos, n, lam, ops_shift, tiles_shift))
+        self.logical += n * length
 
     def oplog(self, engines: Sequence[str], stages: Sequence[str], meta: dict[str, int]) -> OpLog:
         self.flush()
-        if self.pos != len(self.cols["op"]):
+        if self.logical != self.total:
             raise SimulationError(
-                f"the program declared {len(self.cols['op'])} operations but emitted {self.pos}"
+                f"the program declared {self.total} operations but emitted {self.logical}"
             )
-        cols: dict[str, np.ndarray] = dict(self.cols)
+        cols: dict[str, np.ndarray] = {
+            name: np.concatenate(
+                [np.array(chunk[c], DTYPES[name]) for chunk in self.chunks]
+                or [np.zeros(0, DTYPES[name])]
+            )
+            for c, name in enumerate(_WRITTEN)
+        }
         cols["chip"] = np.zeros(self.pos, DTYPES["chip"])
-        return OpLog.from_columns(engines, stages, cols, meta)
+        return OpLog.from_columns(engines, stages, cols, meta, repeats=self.repeats)
+
+
+_WRITTEN = ("engine", "stage", "op", "start", "end", "nbytes", "macs", "tile")
 
 
 def _canonical(

@@ -289,3 +289,18 @@ def test_signatures_determine_blocks(topo: Topology, make_topo: Callable[..., To
                 )
             else:
                 seen[sig] = norm
+
+
+def test_coverage_of_a_compressed_log_catches_a_wrong_period(topo: Topology) -> None:
+    """A period whose copies step over tile-ops (or repeat them) fails coverage unexpanded."""
+    from sim.oplog import OpLog
+
+    run = run_gemm("1024x1024x1024", "double_buffer", topo)
+    log = run.log
+    assert log.compressed
+    check_coverage(run)
+    for step in (2, 0):
+        bad = [r._replace(tiles_shift=r.tiles_shift * step) for r in log.repeats]
+        broken = OpLog.from_columns(log.engines, log.stages, log.stored, repeats=bad)
+        with pytest.raises(AssertionError, match="missing or computed twice"):
+            check_coverage(GemmRun(run.program, broken))

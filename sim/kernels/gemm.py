@@ -48,7 +48,7 @@ from sim.core import (
 from sim.errors import InputError
 from sim.hbm import align_up, transfer_channels
 from sim.limits import check_gemm, shape_dims, whole_number
-from sim.oplog import OpLog
+from sim.oplog import OpLog, copies
 from sim.topology import Topology, ps_for_bytes
 
 __all__ = [
@@ -804,17 +804,51 @@ def run_gemm(
 
 
 def check_coverage(run: GemmRun) -> None:
-    """Every (mi, ni, ki) of the padded grid is computed by exactly one GEMM record."""
+    """Every (mi, ni, ki) of the padded grid is computed by exactly one GEMM record.
+
+    On a compressed log a period whose GEMM records compute ``tiles_shift`` consecutive
+    tile-ops covers a contiguous range with its copies, checked without expanding them.
+    """
     log, plan = run.log, run.program.plan
-    tiles = np.sort(log.tile[log.stage == GEMM])
-    if len(tiles) != plan.tile_ops or not np.array_equal(tiles, np.arange(plan.tile_ops)):
+    stored = log.stored
+    gemm = stored["stage"] == GEMM
+    explicit: list[npt.NDArray[np.int64]] = []
+    ranges: list[tuple[int, int]] = []
+    pos = 0
+    for r in log.repeats:
+        explicit.append(stored["tile"][pos : r.hi][gemm[pos : r.hi]])
+        src = np.sort(stored["tile"][r.lo : r.hi][gemm[r.lo : r.hi]])
+        step = r.tiles_shift
+        if len(src) == step and (step == 0 or np.array_equal(src, src[0] + np.arange(step))):
+            if step:
+                ranges.append((int(src[0]) + step, int(src[0]) + step * (r.n + 1)))
+        else:  # not a contiguous run: its copies, written out
+            explicit.append(copies("tile", src, r, 1, r.n))
+        pos = r.hi
+    explicit.append(stored["tile"][pos:][gemm[pos:]])
+    tiles = np.sort(np.concatenate(explicit))
+    ranges.sort()
+    los = np.array([lo for lo, _ in ranges], np.int64)
+    his = np.array([hi for _, hi in ranges], np.int64)
+    inside = np.searchsorted(los, tiles, side="right") - 1
+    in_range = (inside >= 0) & (tiles < his[np.maximum(inside, 0)]) if len(ranges) else False
+    count = len(tiles) + int((his - los).sum())
+    once = (
+        count == plan.tile_ops
+        and (not len(tiles) or (tiles[0] >= 0 and tiles[-1] < plan.tile_ops))
+        and bool(np.all(np.diff(tiles) > 0))
+        and (not ranges or (los[0] >= 0 and his[-1] <= plan.tile_ops))
+        and bool(np.all(los[1:] >= his[:-1]))
+        and not bool(np.any(in_range))
+    )
+    if not once:  # N records, distinct, each in [0, N): each tile-op exactly once
         raise AssertionError(
-            f"GEMM {plan.shape}: {len(tiles)} tile-op records for {plan.tile_ops} tile-ops "
+            f"GEMM {plan.shape}: {count} tile-op records for {plan.tile_ops} tile-ops "
             "(some (mi, ni, ki) missing or computed twice)"
         )
-    mi, ni, ki = plan.coords(tiles)
+    mi, ni, ki = plan.coords(np.arange(plan.tile_ops, dtype=np.int64))
     flat = (mi * plan.Nt + ni) * plan.Kt + ki
-    if len(np.unique(flat)) != plan.tile_ops or flat.max() >= plan.tile_ops:
+    if not np.array_equal(flat, np.arange(plan.tile_ops)):
         raise AssertionError(f"GEMM {plan.shape}: tile coordinates do not cover the grid once")
 
 

@@ -304,3 +304,24 @@ def test_coverage_of_a_compressed_log_catches_a_wrong_period(topo: Topology) -> 
         broken = OpLog.from_columns(log.engines, log.stages, log.stored, repeats=bad)
         with pytest.raises(AssertionError, match="missing or computed twice"):
             check_coverage(GemmRun(run.program, broken))
+
+
+@pytest.mark.parametrize(
+    ("shape", "variant"),
+    [
+        ("300x5000x100", "resident"),
+        ("1000x3000x700", "resident"),
+        ("4096x64x4096", "resident"),
+        ("100x300x200", "load_ref"),
+        ("128x65536x128", "prefetch"),
+        ("24x48x40", "double_buffer"),
+    ],
+)
+def test_vectorised_block_signatures_equal_the_per_block_ones(
+    topo: Topology, shape: str, variant: str
+) -> None:
+    """block_sig_array row b is block_sig(b), component for component, for every block."""
+    prog = GemmProgram(GemmShape.parse(shape), variant, topo)
+    rows = prog.block_sig_array(np.arange(prog.num_blocks, dtype=np.int64))
+    for b in range(prog.num_blocks):
+        assert tuple(int(x) for x in rows[b]) == prog.block_sig(b), b

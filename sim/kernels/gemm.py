@@ -744,6 +744,46 @@ class GemmProgram:
         """Every DMA depends on a fetch or a tile-op (or a live one it consumes)."""
         return (self.fetch_res, self.pe_res)
 
+    def block_sig_array(self, b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """:meth:`block_sig` of many blocks at once, one row each (the same components, as
+        integers), so the fast path can find how far a period repeats without a Python
+        call per block."""
+        j, c = np.divmod(b, self.chunks)
+        p0 = j * self.Kt + c * self.chunk
+        p1 = np.minimum(p0 + self.chunk, (j + 1) * self.Kt)
+        mi, ni = np.divmod(j, self.Nt)
+        ki0 = p0 - j * self.Kt
+        s, kt, pl = self.stripe, self.Kt, self.plan
+        a_mod = (self.a_base + (mi * kt + ki0) * pl.a_bytes) % s
+        b_mod = (self.b_base + (ni * kt + ki0) * pl.b_bytes) % s
+        cols = [
+            np.minimum(j, self.cap_start),
+            np.minimum(self.out_tiles - 1 - j, self.cap_end),
+            np.minimum(c, 2),
+            np.minimum(self.chunks - 1 - c, 2),
+            p1 - p0,
+            a_mod,
+            b_mod,
+            (self.c_base + j * pl.c_bytes) % s,
+        ]
+        if self.mode == "panel":
+            ahead = (j + self.buffers.b) % self.Nt
+            row = np.minimum(self.Mt - 1, mi + self.buffers.a)
+            cols += [
+                np.minimum(ni, self.cap_row),
+                (ni == self.Nt - 1).astype(np.int64),
+                np.minimum(self.Mt - 1 - mi, self.buffers.a + 1),
+                (self.b_base + ahead * kt * pl.b_bytes) % s,
+                (self.a_base + row * kt * pl.a_bytes) % s,
+            ]
+        elif self.mode in STREAMING:
+            ahead = j + -(-self.nbuf // self.Kt)
+            cols += [
+                (self.a_base + (ahead // self.Nt) * kt * pl.a_bytes) % s,
+                (self.b_base + (ahead % self.Nt) * kt * pl.b_bytes) % s,
+            ]
+        return np.stack(cols, axis=1).astype(np.int64)
+
     def block_sig(self, b: int) -> Hashable:
         j, p0, p1 = self.span(b)
         c = (p0 - j * self.Kt) // self.chunk

@@ -113,11 +113,14 @@ def test_extrapolation_is_exact(topo: Topology, shape: str, variant: str) -> Non
     assert fast.equals(slow), fast.first_difference(slow)
 
 
-def test_large_panel_run_extrapolates_exactly(topo: Topology) -> None:
-    """1024^3 resident (row panels on npu-1h) matches block-by-block timing."""
-    fast = run_gemm("1024x1024x1024", "resident", topo)
-    slow = run_gemm("1024x1024x1024", "resident", topo, extrapolate=False)
+@pytest.mark.parametrize("shape", ["1024x1024x1024", "1000x3000x700", "300x5000x100"])
+def test_large_panel_run_extrapolates_exactly(topo: Topology, shape: str) -> None:
+    """Resident in row panels on npu-1h matches block-by-block timing, whether the fast
+    path jumps whole rows (outer_blocks) or only within rows."""
+    fast = run_gemm(shape, "resident", topo)
+    slow = run_gemm(shape, "resident", topo, extrapolate=False)
     assert fast.program.mode == "panel"
+    assert fast.log.meta["extrapolated_blocks"] > 0
     assert fast.log.equals(slow.log), fast.log.first_difference(slow.log)
 
 

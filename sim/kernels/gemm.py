@@ -75,6 +75,7 @@ VARIANTS: tuple[Variant, ...] = ("load_ref", "double_buffer", "prefetch", "resid
 MODES = ("load_ref", "double_buffer", "prefetch", "whole", "panel")
 STREAMING = ("load_ref", "double_buffer", "prefetch")
 LEGACY = ("load_ref", "double_buffer")
+OUTER_MAX_TILE_OPS = 1 << 15  # a panel row longer than this is not simulated twice
 CHUNK_MIN = 64  # tile-ops per block at least, when an output tile is cut into chunks
 STAGES = ("dma_in", "fetch", "gemm", "dma_out")
 DMA_IN, FETCH, GEMM, DMA_OUT = range(4)
@@ -300,6 +301,10 @@ class GemmProgram:
         self.chunk = kt if kt <= CHUNK_MIN else max(CHUNK_MIN, reach)
         self.chunks = -(-kt // self.chunk)
         self.num_blocks = self.out_tiles * self.chunks
+        # panel rows repeat (the fast path jumps whole rows after simulating about two)
+        # when a row is short enough to simulate twice
+        row_ok = self.mode == "panel" and self.Mt >= 4 and self.RK <= OUTER_MAX_TILE_OPS
+        self.outer_blocks = self.Nt * self.chunks if row_ok else 0
 
     # buffers and SRAM ---------------------------------------------------------------------
     def _a_unit(self) -> int:

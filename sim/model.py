@@ -117,6 +117,20 @@ def _recurrences(prog: GemmProgram) -> dict[str, float]:
     return ii
 
 
+def _issue_span(prog: GemmProgram, ii_all: dict[str, float], n: int) -> int:
+    """First to last tile-op: ``(n - 1) II``, except that a ring of ``nbuf`` operand
+    buffers only binds from tile-op ``nbuf`` on (the prologue's loads are all issued at
+    once): tile-op ``i`` comes one ring cycle after tile-op ``i - nbuf``, and the first
+    ``nbuf`` at the pace of the other recurrences."""
+    ii = max(ii_all.values())
+    ring = ii_all.get("operand buffers")
+    if ring is None or ring < ii or n <= 1:
+        return round((n - 1) * ii)
+    others = max(v for k, v in ii_all.items() if k != "operand buffers")
+    q, r = divmod(n - 1, prog.nbuf)
+    return round(max((n - 1) * others, q * prog.nbuf * ring + r * others))
+
+
 def _staged_bytes(prog: GemmProgram) -> int:
     """Bytes loaded before the first tile-op can start (not part of the steady state)."""
     p = prog.plan
@@ -148,7 +162,7 @@ def gemm_model(shape: GemmShape, variant: str, topo: Topology) -> GemmModel:
     ii_all = _recurrences(prog)
     limiter = max(ii_all, key=lambda k: ii_all[k])
     ii = ii_all[limiter]
-    ideal = _fill_ps(prog) + round((n - 1) * ii) + prog.retire + store
+    ideal = _fill_ps(prog) + _issue_span(prog, ii_all, n) + prog.retire + store
     hbm_bytes = model_hbm_bytes(prog)
     # no schedule beats: the smallest possible first load, N issues T apart, retire, store
     first = prog.setup + _busiest(prog, p.a_bytes + p.b_bytes) + prog.lat + prog.fetch_ps

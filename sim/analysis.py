@@ -39,14 +39,9 @@ def busy_ps(start: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> int:
         order = np.argsort(start, kind="stable")
         start, end = start[order], end[order]
     reach = np.maximum.accumulate(end)
-    # a new merged run starts where a start lies beyond everything reached so far
-    new_run = np.empty(len(start), dtype=bool)
-    new_run[0] = True
-    new_run[1:] = start[1:] > reach[:-1]
-    run_end = np.empty(int(new_run.sum()), np.int64)
-    last = np.flatnonzero(np.r_[new_run[1:], True])  # the last interval of each run
-    run_end[:] = reach[last]
-    return int((run_end - start[new_run]).sum())
+    # in start order the union is [first start, last reach) less the gaps between runs
+    gaps = start[1:] - reach[:-1]
+    return int(reach[-1] - start[0] - gaps[gaps > 0].sum())
 
 
 def held_end(run: GemmRun) -> npt.NDArray[np.int64]:
@@ -292,7 +287,7 @@ def gemm_metrics(run: GemmRun) -> dict[str, float]:
         if len(engines) == 1:
             busy, inflight = per[engines[0]]
         else:
-            sel = np.isin(engine, engines)
+            sel = np.logical_or.reduce([masks[e] for e in engines])
             busy, inflight = red.union(start, held, sel), red.union(start, end, sel)
         m[f"{stage}.busy_ns"] = busy / PS
         m[f"{stage}.inflight_ns"] = inflight / PS
@@ -305,7 +300,7 @@ def gemm_metrics(run: GemmRun) -> dict[str, float]:
             m[f"{name}.inflight_ns"] = inflight / PS
             m[f"{name}.occupancy"] = busy / window
             m[f"{name}.records"] = red.count(masks[e_i])
-    model = gemm_model(plan.shape, prog.variant, topo)
+    model = gemm_model(plan.shape, prog.variant, topo, program=prog)
     m["model_latency_ns"] = model.ideal_ps / PS
     m["model_mac_util"] = model.mac_util
     m["model_ratio"] = makespan / model.ideal_ps

@@ -412,7 +412,7 @@ def _extrapolate(
     sig_array = getattr(program, "block_sig_array", None)
     if sig_array is not None:  # vectorised: a few numpy calls instead of one per block
         period = sig_array(np.arange(b0, b, dtype=np.int64))
-        n, step = 0, max(1, 4096 // q)
+        n, step = 0, 1  # doubling: a hit that repeats once costs one period
         while n < most:
             m = min(step, most - n)
             blocks = np.arange(b + n * q, b + (n + m) * q, dtype=np.int64)

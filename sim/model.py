@@ -153,9 +153,12 @@ def _fill_ps(prog: GemmProgram) -> int:
     return setup + _burst_time(prog, [(a0, p.a_bytes), (b0, p.b_bytes)]) + lat + f
 
 
-def gemm_model(shape: GemmShape, variant: str, topo: Topology) -> GemmModel:
-    """The analytic model of one GEMM variant on one topology."""
-    prog = GemmProgram(shape, variant, topo)
+def gemm_model(
+    shape: GemmShape, variant: str, topo: Topology, *, program: GemmProgram | None = None
+) -> GemmModel:
+    """The analytic model of one GEMM variant on one topology (``program``: that GEMM's
+    program if already built; it is only read)."""
+    prog = program if program is not None else GemmProgram(shape, variant, topo)
     p = prog.plan
     n = p.tile_ops
     store = prog.setup + _burst_time(prog, [(prog.c_addr(0), p.c_bytes)]) + prog.lat

@@ -145,7 +145,8 @@ class BlockProgram(Protocol):
         of them or on a live operation it consumes (default: all of ``resources(b)``).
         It lets a rarely used engine's stale free time drop out of the state.
         And ``outer_blocks``: a period (in blocks) worth waiting for; periods shorter
-        than it are not filled during the first ``3 * outer_blocks`` blocks (any choice
+        than it are not filled during the first ``outer_until`` blocks (default
+        ``3 * outer_blocks``; any choice
         of which repeat to fill is exact; this one fills whole rows at once).
         """
         ...
@@ -287,6 +288,7 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
     # a program whose blocks repeat in rows of ``outer_blocks`` (periods within a row
     # too) waits for the row period: one jump over every row instead of one per row
     outer = int(getattr(program, "outer_blocks", 0))
+    outer_until = int(getattr(program, "outer_until", 3 * outer))
     extrapolated_blocks = 0
     b = 0
     while b < program.num_blocks:
@@ -307,7 +309,7 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
             hit = seen.get(key)
             if hit is None:
                 seen[key] = (b, ref, cols.count)
-            elif b - hit[0] < outer and b < 3 * outer:
+            elif b - hit[0] < outer and b < outer_until:
                 pass  # warming up for the program's outer period: no shorter jumps yet
             else:
                 jump = _extrapolate(program, cols, hit, b, ref)

@@ -104,10 +104,16 @@ def test_panel_mode_equals_reference(make_topo: Callable[..., Topology], shape: 
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("shape", ["256x256x256", "1024x64x256", "96x640x640", "32x65536x32"])
+@pytest.mark.parametrize(
+    "shape",
+    ["256x256x256", "1024x64x256", "96x640x640", "32x65536x32", "64x16384x64", "320x12288x320"],
+)
 def test_extrapolation_is_exact(topo: Topology, shape: str, variant: str) -> None:
     """Filling repeated periods gives the same log as timing every block, and it did fill."""
     prog = GemmProgram(GemmShape.parse(shape), variant, topo)
+    if shape == "320x12288x320":  # whole output tiles (or panel rows) are waited for
+        tiles = prog.Nt if prog.mode == "panel" else 1
+        assert prog.outer_blocks == tiles * prog.chunks and prog.chunks > 5
     fast, slow = simulate(prog), simulate(prog, extrapolate=False)
     assert fast.meta["extrapolated_blocks"] > 0
     assert fast.equals(slow), fast.first_difference(slow)

@@ -303,8 +303,23 @@ class GemmProgram:
         self.num_blocks = self.out_tiles * self.chunks
         # panel rows repeat (the fast path jumps whole rows after simulating about two)
         # when a row is short enough to simulate twice
-        row_ok = self.mode == "panel" and self.Mt >= 4 and self.RK <= OUTER_MAX_TILE_OPS
-        self.outer_blocks = self.Nt * self.chunks if row_ok else 0
+        # (the first cap_start output tiles have signatures of their own: warm up past them)
+        warm_rows = 3 + -(-self.cap_start // self.Nt)
+        row_ok = self.mode == "panel" and self.Mt >= 2 * warm_rows and self.RK <= OUTER_MAX_TILE_OPS
+        # likewise whole output tiles whose middle chunks repeat within the tile (a jump
+        # inside every tile would hide the period of whole tiles), if the warm-up is short
+        warm_tiles = 4 * (3 + self.cap_start)
+        tile_ok = (
+            self.chunks > 5
+            and self.out_tiles > warm_tiles
+            and warm_tiles * kt <= 4 * OUTER_MAX_TILE_OPS
+        )
+        self.outer_blocks, self.outer_until = 0, 0
+        if row_ok:
+            self.outer_blocks = self.Nt * self.chunks
+            self.outer_until = self.outer_blocks * warm_rows
+        elif tile_ok:
+            self.outer_blocks, self.outer_until = self.chunks, self.chunks * warm_tiles
 
     # buffers and SRAM ---------------------------------------------------------------------
     def _a_unit(self) -> int:

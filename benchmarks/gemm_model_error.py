@@ -4,12 +4,17 @@
     python benchmarks/gemm_model_error.py 500 --seed 3
     python benchmarks/gemm_model_error.py --rows rows.jsonl   # also keep every row (resumable:
     python benchmarks/gemm_model_error.py --summarize rows.jsonl    # print the table of a file)
+    python benchmarks/gemm_model_error.py --targets  # mac_util / roofline at 1024^3..4096^3
 
 For every shape and every variant it simulates the GEMM on npu-1h, evaluates the
 steady-state model (``gemm_model(...).ideal_ps``) and the strict lower bound
 (``bound_ns``), and prints per variant the geometric mean and the extremes of
 simulated / modelled latency, the worst shapes, and the number of times the bound was
 beaten (must be 0). Targets (issue 11): geomean within 2 %, max within 10 %.
+
+``--targets`` prints, for 1024^3, 2048^3 and 4096^3 and every variant, ``mac_util``,
+``roofline_frac`` and sim/model (issue 11: ``prefetch`` >= 0.9 of its roofline bound
+from 1024^3 up; ``resident`` mac_util >= 0.8 at 2048^3 and 4096^3).
 """
 
 from __future__ import annotations
@@ -52,7 +57,11 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rows", help="append every row to this JSON-lines file; skip done shapes")
     ap.add_argument("--summarize", help="only print the table of a rows file")
+    ap.add_argument("--targets", action="store_true", help="only the large-shape targets")
     args = ap.parse_args(argv)
+    if args.targets:
+        targets()
+        return
     if args.summarize:
         rows = _read(Path(args.summarize))
         report(rows, f"{len(rows) // len(VARIANTS)} shapes from {args.summarize}")
@@ -73,6 +82,24 @@ def main(argv: list[str]) -> None:
                 out.flush()
     what = f"{args.shapes} random shapes, dims 1..{args.max_dim}, seed {args.seed}, npu-1h"
     report(rows_all, what)
+
+
+def targets() -> None:
+    from sim.analysis import gemm_metrics
+
+    topo = load_topology("npu-1h")
+    print(
+        f"{'shape':>16} {'variant':>14} {'mode':>13} {'mac_util':>9} {'roofline':>9} "
+        f"{'sim/model':>9}"
+    )
+    for n in (1024, 2048, 4096):
+        for variant in VARIANTS:
+            run = run_gemm(GemmShape(n, n, n), variant, topo)
+            m = gemm_metrics(run)
+            print(
+                f"{f'{n}x{n}x{n}':>16} {variant:>14} {run.program.mode:>13} "
+                f"{m['mac_util']:>9.4f} {m['roofline_frac']:>9.4f} {m['model_ratio']:>9.4f}"
+            )
 
 
 def _read(path: Path) -> list[Row]:

@@ -35,7 +35,7 @@ import numpy as np
 
 from sim.errors import NpuSimError
 from sim.limits import MAX_TIME_PS  # one definition of the int64-ps ceiling
-from sim.oplog import COLUMNS, DTYPES, OpLog
+from sim.oplog import DTYPES, OpLog, Repeat
 
 __all__ = [
     "COPY",
@@ -118,6 +118,9 @@ class BlockProgram(Protocol):
     ``block_sig(b)`` must determine ``block_ops(b)`` up to a shift of op ids, tile
     indices and times: two blocks with equal signatures have the same operations with
     dependencies at the same relative distances.
+    A program may also define ``block_sig_array(blocks)``: the
+    signatures of an array of blocks as integer rows, equal where ``block_sig`` is equal
+    (the fast path then checks how far a period repeats with numpy).
     """
 
     engines: tuple[str, ...]
@@ -141,6 +144,10 @@ class BlockProgram(Protocol):
         every later operation on another resource depends on a later operation on one
         of them or on a live operation it consumes (default: all of ``resources(b)``).
         It lets a rarely used engine's stale free time drop out of the state.
+        And ``outer_blocks``: a period (in blocks) worth waiting for; periods shorter
+        than it are not filled during the first ``outer_until`` blocks (default
+        ``3 * outer_blocks``; any choice
+        of which repeat to fill is exact; this one fills whole rows at once).
         """
         ...
 
@@ -161,11 +168,18 @@ def program_ops(program: BlockProgram) -> list[Op]:
 
 
 class _Writer:
-    """Record columns preallocated for the whole program; Python lists for the live segment."""
+    """Stored record columns in chunks; Python lists for the live segment; the periods.
+
+    A period found by the fast path is stored once with a :class:`~sim.oplog.Repeat`
+    (its copies are never written out: the op log is compressed, docs/adr/0011).
+    """
 
     def __init__(self, total: int) -> None:
-        self.cols = {name: np.empty(total, DTYPES[name]) for name in COLUMNS if name != "chip"}
-        self.pos = 0
+        self.total = total
+        self.chunks: list[list[list[int]]] = []
+        self.pos = 0  # stored records flushed
+        self.logical = 0  # records of the full log flushed (copies included)
+        self.repeats: list[Repeat] = []
         self.reset()
 
     def reset(self) -> None:
@@ -180,45 +194,46 @@ class _Writer:
 
     @property
     def count(self) -> int:
+        """Stored records so far (where a period found now would start)."""
         return self.pos + len(self.op)
 
     def flush(self) -> None:
         n = len(self.op)
-        if self.pos + n > len(self.cols["op"]):
+        if self.logical + n > self.total:
             raise SimulationError("the program emitted more operations than it declared")
-        for name, col in self.cols.items():
-            col[self.pos : self.pos + n] = getattr(self, name)
+        if n:
+            self.chunks.append([getattr(self, name) for name in _WRITTEN])
         self.pos += n
+        self.logical += n
         self.reset()
 
     def repeat(self, rec0: int, n: int, lam: int, ops_shift: int, tiles_shift: int) -> None:
-        """Append ``n`` copies of records ``[rec0, count)``, copy k shifted by k periods."""
+        """Records ``[rec0, count)`` are followed by ``n`` copies, copy k shifted by k periods."""
         self.flush()
         length = self.pos - rec0
-        if self.pos + n * length > len(self.cols["op"]):
+        if self.logical + n * length > self.total:
             raise SimulationError("the program emitted more operations than it declared")
-        k = np.arange(1, n + 1, dtype=np.int64)[:, None]
-        shifts = {"start": k * lam, "end": k * lam, "op": k * ops_shift}
-        for name, col in self.cols.items():
-            src = col[rec0 : self.pos]
-            dst = col[self.pos : self.pos + n * length].reshape(n, length)
-            if name in shifts:
-                np.add(src[None, :], shifts[name], out=dst)
-            elif name == "tile":
-                np.add(src[None, :], np.where(src >= 0, tiles_shift, 0)[None, :] * k, out=dst)
-            else:
-                dst[:] = src[None, :]
-        self.pos += n * length
+        self.repeats.append(Repeat(rec0, self.pos, n, lam, ops_shift, tiles_shift))
+        self.logical += n * length
 
     def oplog(self, engines: Sequence[str], stages: Sequence[str], meta: dict[str, int]) -> OpLog:
         self.flush()
-        if self.pos != len(self.cols["op"]):
+        if self.logical != self.total:
             raise SimulationError(
-                f"the program declared {len(self.cols['op'])} operations but emitted {self.pos}"
+                f"the program declared {self.total} operations but emitted {self.logical}"
             )
-        cols: dict[str, np.ndarray] = dict(self.cols)
+        cols: dict[str, np.ndarray] = {
+            name: np.concatenate(
+                [np.array(chunk[c], DTYPES[name]) for chunk in self.chunks]
+                or [np.zeros(0, DTYPES[name])]
+            )
+            for c, name in enumerate(_WRITTEN)
+        }
         cols["chip"] = np.zeros(self.pos, DTYPES["chip"])
-        return OpLog.from_columns(engines, stages, cols, meta)
+        return OpLog.from_columns(engines, stages, cols, meta, repeats=self.repeats)
+
+
+_WRITTEN = ("engine", "stage", "op", "start", "end", "nbytes", "macs", "tile")
 
 
 def _canonical(
@@ -270,6 +285,10 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
     cols = _Writer(program.num_ops())
     seen: dict[Hashable, tuple[int, int, int]] = {}
     floor_of = getattr(program, "floor_resources", None)
+    # a program whose blocks repeat in rows of ``outer_blocks`` (periods within a row
+    # too) waits for the row period: one jump over every row instead of one per row
+    outer = int(getattr(program, "outer_blocks", 0))
+    outer_until = int(getattr(program, "outer_until", 3 * outer))
     extrapolated_blocks = 0
     b = 0
     while b < program.num_blocks:
@@ -290,6 +309,8 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
             hit = seen.get(key)
             if hit is None:
                 seen[key] = (b, ref, cols.count)
+            elif b - hit[0] < outer and b < outer_until:
+                pass  # warming up for the program's outer period: no shorter jumps yet
             else:
                 jump = _extrapolate(program, cols, hit, b, ref)
                 if jump:
@@ -389,12 +410,26 @@ def _extrapolate(
     q, lam = b - b0, ref - ref0
     if lam <= 0:
         return None
-    period_sigs = [program.block_sig(b0 + t) for t in range(q)]
-    n = 0
-    while b + (n + 1) * q <= program.num_blocks and all(
-        program.block_sig(b + n * q + t) == period_sigs[t] for t in range(q)
-    ):
-        n += 1
+    most = (program.num_blocks - b) // q
+    sig_array = getattr(program, "block_sig_array", None)
+    if sig_array is not None:  # vectorised: a few numpy calls instead of one per block
+        period = sig_array(np.arange(b0, b, dtype=np.int64))
+        n, step = 0, 1  # doubling: a hit that repeats once costs one period
+        while n < most:
+            m = min(step, most - n)
+            blocks = np.arange(b + n * q, b + (n + m) * q, dtype=np.int64)
+            same = np.all(sig_array(blocks).reshape(m, q, -1) == period[None], axis=(1, 2))
+            if not bool(same.all()):
+                n += int(np.argmin(same))
+                break
+            n, step = n + m, 2 * step
+    else:
+        period_sigs = [program.block_sig(b0 + t) for t in range(q)]
+        n = 0
+        while n < most and all(
+            program.block_sig(b + n * q + t) == period_sigs[t] for t in range(q)
+        ):
+            n += 1
     if n == 0:
         return None
     ops_shift = program.first_op(b) - program.first_op(b0)

@@ -117,6 +117,20 @@ def _recurrences(prog: GemmProgram) -> dict[str, float]:
     return ii
 
 
+def _issue_span(prog: GemmProgram, ii_all: dict[str, float], n: int) -> int:
+    """First to last tile-op: ``(n - 1) II``, except that a ring of ``nbuf`` operand
+    buffers only binds from tile-op ``nbuf`` on (the prologue's loads are all issued at
+    once): tile-op ``i`` comes one ring cycle after tile-op ``i - nbuf``, and the first
+    ``nbuf`` at the pace of the other recurrences."""
+    ii = max(ii_all.values())
+    ring = ii_all.get("operand buffers")
+    if ring is None or ring < ii or n <= 1:
+        return round((n - 1) * ii)
+    others = max(v for k, v in ii_all.items() if k != "operand buffers")
+    q, r = divmod(n - 1, prog.nbuf)
+    return round(max((n - 1) * others, q * prog.nbuf * ring + r * others))
+
+
 def _staged_bytes(prog: GemmProgram) -> int:
     """Bytes loaded before the first tile-op can start (not part of the steady state)."""
     p = prog.plan
@@ -139,16 +153,19 @@ def _fill_ps(prog: GemmProgram) -> int:
     return setup + _burst_time(prog, [(a0, p.a_bytes), (b0, p.b_bytes)]) + lat + f
 
 
-def gemm_model(shape: GemmShape, variant: str, topo: Topology) -> GemmModel:
-    """The analytic model of one GEMM variant on one topology."""
-    prog = GemmProgram(shape, variant, topo)
+def gemm_model(
+    shape: GemmShape, variant: str, topo: Topology, *, program: GemmProgram | None = None
+) -> GemmModel:
+    """The analytic model of one GEMM variant on one topology (``program``: that GEMM's
+    program if already built; it is only read)."""
+    prog = program if program is not None else GemmProgram(shape, variant, topo)
     p = prog.plan
     n = p.tile_ops
     store = prog.setup + _burst_time(prog, [(prog.c_addr(0), p.c_bytes)]) + prog.lat
     ii_all = _recurrences(prog)
     limiter = max(ii_all, key=lambda k: ii_all[k])
     ii = ii_all[limiter]
-    ideal = _fill_ps(prog) + round((n - 1) * ii) + prog.retire + store
+    ideal = _fill_ps(prog) + _issue_span(prog, ii_all, n) + prog.retire + store
     hbm_bytes = model_hbm_bytes(prog)
     # no schedule beats: the smallest possible first load, N issues T apart, retire, store
     first = prog.setup + _busiest(prog, p.a_bytes + p.b_bytes) + prog.lat + prog.fetch_ps

@@ -89,3 +89,48 @@ def test_busy_is_time_held_and_inflight_is_the_interval_union(topo: Topology) ->
     assert m["dma_in.dma0.busy_ns"] < m["dma_in.dma0.inflight_ns"]
     pe = log.mask(engine="pe")
     assert m["gemm.pe.busy_ns"] * 1000 == pe.sum() * topo.pe.stage_ps
+
+
+@pytest.mark.parametrize(
+    ("shape", "variant"),
+    [
+        ("1024x1024x1024", "double_buffer"),
+        ("1024x1024x1024", "resident"),
+        ("2048x512x300", "resident"),
+        ("128x65536x128", "prefetch"),
+        ("100x8000x6400", "resident"),
+        ("300x5000x100", "load_ref"),
+    ],
+)
+def test_metrics_of_the_compressed_log_equal_those_of_the_expanded_log(
+    topo: Topology, shape: str, variant: str
+) -> None:
+    """The closed forms over periods (sums x copies, the steady share of a union) are exact:
+    every metric equals the one computed from the log written out record by record."""
+    from sim.analysis import Reduced
+    from sim.kernels.gemm import GemmRun
+
+    run = run_gemm(shape, variant, topo)
+    assert run.log.compressed and len(Reduced(run.log).drops) > 0  # copies really left out
+    full = GemmRun(run.program, run.log.expanded())
+    assert not full.log.compressed and len(full.log) == len(run.log)
+    assert gemm_metrics(run) == gemm_metrics(full)
+
+
+def test_a_record_that_reaches_into_a_period_keeps_the_period_whole(topo: Topology) -> None:
+    """A long record before a period overlaps copies that would be left out: the period is
+    then kept whole, and the union still equals the expanded log's."""
+    from sim.analysis import Reduced
+    from sim.oplog import OpLog, Repeat
+
+    # record 0 = [0, 1000); the period [10, 12) repeats 50 times every 20 ps
+    start = np.array([0, 10, 30], np.int64)
+    end = np.array([1000, 12, 31], np.int64)
+    cols = {"start": start, "end": end, "op": np.arange(3), "tile": np.full(3, -1)}
+    log = OpLog.from_columns(("e",), ("s",), cols, repeats=[Repeat(1, 2, 50, 20, 2, 0)])
+    red = Reduced(log)
+    assert not red.drops  # not isolated: kept whole
+    every = np.ones(len(red.start), dtype=bool)
+    flat = log.expanded()
+    # [0, 1000) covers copies 0..49; copy 50 is [1010, 1012)
+    assert red.union(red.start, red.end, every) == busy_ps(flat.start, flat.end) == 1000 + 2

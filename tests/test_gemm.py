@@ -104,20 +104,29 @@ def test_panel_mode_equals_reference(make_topo: Callable[..., Topology], shape: 
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("shape", ["256x256x256", "1024x64x256", "96x640x640", "32x65536x32"])
+@pytest.mark.parametrize(
+    "shape",
+    ["256x256x256", "1024x64x256", "96x640x640", "32x65536x32", "64x16384x64", "320x12288x320"],
+)
 def test_extrapolation_is_exact(topo: Topology, shape: str, variant: str) -> None:
     """Filling repeated periods gives the same log as timing every block, and it did fill."""
     prog = GemmProgram(GemmShape.parse(shape), variant, topo)
+    if shape == "320x12288x320":  # whole output tiles (or panel rows) are waited for
+        tiles = prog.Nt if prog.mode == "panel" else 1
+        assert prog.outer_blocks == tiles * prog.chunks and prog.chunks > 5
     fast, slow = simulate(prog), simulate(prog, extrapolate=False)
     assert fast.meta["extrapolated_blocks"] > 0
     assert fast.equals(slow), fast.first_difference(slow)
 
 
-def test_large_panel_run_extrapolates_exactly(topo: Topology) -> None:
-    """1024^3 resident (row panels on npu-1h) matches block-by-block timing."""
-    fast = run_gemm("1024x1024x1024", "resident", topo)
-    slow = run_gemm("1024x1024x1024", "resident", topo, extrapolate=False)
+@pytest.mark.parametrize("shape", ["1024x1024x1024", "1000x3000x700", "300x5000x100"])
+def test_large_panel_run_extrapolates_exactly(topo: Topology, shape: str) -> None:
+    """Resident in row panels on npu-1h matches block-by-block timing, whether the fast
+    path jumps whole rows (outer_blocks) or only within rows."""
+    fast = run_gemm(shape, "resident", topo)
+    slow = run_gemm(shape, "resident", topo, extrapolate=False)
     assert fast.program.mode == "panel"
+    assert fast.log.meta["extrapolated_blocks"] > 0
     assert fast.log.equals(slow.log), fast.log.first_difference(slow.log)
 
 
@@ -289,3 +298,39 @@ def test_signatures_determine_blocks(topo: Topology, make_topo: Callable[..., To
                 )
             else:
                 seen[sig] = norm
+
+
+def test_coverage_of_a_compressed_log_catches_a_wrong_period(topo: Topology) -> None:
+    """A period whose copies step over tile-ops (or repeat them) fails coverage unexpanded."""
+    from sim.oplog import OpLog
+
+    run = run_gemm("1024x1024x1024", "double_buffer", topo)
+    log = run.log
+    assert log.compressed
+    check_coverage(run)
+    for step in (2, 0):
+        bad = [r._replace(tiles_shift=r.tiles_shift * step) for r in log.repeats]
+        broken = OpLog.from_columns(log.engines, log.stages, log.stored, repeats=bad)
+        with pytest.raises(AssertionError, match="missing or computed twice"):
+            check_coverage(GemmRun(run.program, broken))
+
+
+@pytest.mark.parametrize(
+    ("shape", "variant"),
+    [
+        ("300x5000x100", "resident"),
+        ("1000x3000x700", "resident"),
+        ("4096x64x4096", "resident"),
+        ("100x300x200", "load_ref"),
+        ("128x65536x128", "prefetch"),
+        ("24x48x40", "double_buffer"),
+    ],
+)
+def test_vectorised_block_signatures_equal_the_per_block_ones(
+    topo: Topology, shape: str, variant: str
+) -> None:
+    """block_sig_array row b is block_sig(b), component for component, for every block."""
+    prog = GemmProgram(GemmShape.parse(shape), variant, topo)
+    rows = prog.block_sig_array(np.arange(prog.num_blocks, dtype=np.int64))
+    for b in range(prog.num_blocks):
+        assert tuple(int(x) for x in rows[b]) == prog.block_sig(b), b

@@ -62,3 +62,40 @@ def test_equals_and_first_difference_point_at_the_differing_record() -> None:
     assert a.equals(_log([0, 5], [5, 9]))
     assert not a.equals(b)
     assert "record 1 differs in end" in a.first_difference(b)
+
+
+def test_a_compressed_log_expands_its_periods_on_first_use() -> None:
+    """Stored [a, b, c] with b repeated twice (shift 10 ps, 1 op, 4 tiles) is a, b, b', b'', c."""
+    import dataclasses
+
+    from sim.oplog import Repeat
+
+    cols = {
+        "start": np.array([0, 5, 40], np.int64),
+        "end": np.array([3, 7, 41], np.int64),
+        "op": np.array([0, 1, 4], np.int64),
+        "tile": np.array([-1, 2, -1], np.int64),
+        "nbytes": np.array([1, 2, 3], np.int64),
+    }
+    log = OpLog.from_columns(("e",), ("s",), cols, repeats=[Repeat(1, 2, 2, 10, 1, 4)])
+    assert log.compressed and len(log) == 5 and log.makespan_ps == 41
+    assert log.start.tolist() == [0, 5, 15, 25, 40]
+    assert log.end.tolist() == [3, 7, 17, 27, 41]
+    assert log.op.tolist() == [0, 1, 2, 3, 4]
+    assert log.tile.tolist() == [-1, 2, 6, 10, -1]
+    assert log.nbytes.tolist() == [1, 2, 2, 2, 3]
+    flat = log.expanded()
+    assert not flat.compressed and flat.equals(log) and log.equals(flat)
+    moved = dataclasses.replace(log, start=log.start - 1)  # full columns, no repeats
+    assert len(moved) == 5 and moved.start.tolist() == [-1, 4, 14, 24, 39]
+
+
+def test_a_repeat_outside_the_stored_records_is_refused() -> None:
+    """A period must lie inside the stored records, with a positive shift."""
+    from sim.oplog import Repeat
+
+    cols = {"start": np.array([0], np.int64), "end": np.array([1], np.int64), "op": [0]}
+    with pytest.raises(ValueError, match="not a period"):
+        OpLog.from_columns(("e",), ("s",), cols, repeats=[Repeat(0, 2, 1, 5, 1, 0)])
+    with pytest.raises(ValueError, match="not a period"):
+        OpLog.from_columns(("e",), ("s",), cols, repeats=[Repeat(0, 1, 1, 0, 1, 0)])

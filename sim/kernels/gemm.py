@@ -48,7 +48,7 @@ from sim.core import (
 from sim.errors import InputError
 from sim.hbm import align_up, transfer_channels
 from sim.limits import check_gemm, shape_dims, whole_number
-from sim.oplog import OpLog
+from sim.oplog import OpLog, copies
 from sim.pe import tile_op_timing
 from sim.topology import Topology, ps_for_bytes
 
@@ -76,7 +76,8 @@ VARIANTS: tuple[Variant, ...] = ("load_ref", "double_buffer", "prefetch", "resid
 MODES = ("load_ref", "double_buffer", "prefetch", "whole", "panel")
 STREAMING = ("load_ref", "double_buffer", "prefetch")
 LEGACY = ("load_ref", "double_buffer")
-CHUNK_MIN = 64  # tile-ops per block at least, when an output tile is cut into chunks
+OUTER_MAX_TILE_OPS = 1 << 15  # a panel row longer than this is not simulated twice
+CHUNK_MIN = 32  # tile-ops per block at least, when an output tile is cut into chunks
 STAGES = ("dma_in", "fetch", "gemm", "dma_out")
 DMA_IN, FETCH, GEMM, DMA_OUT = range(4)
 ENGINE_STREAMS = 3  # A loads, B loads, C stores
@@ -300,6 +301,25 @@ class GemmProgram:
         self.chunk = kt if kt <= CHUNK_MIN else max(CHUNK_MIN, reach)
         self.chunks = -(-kt // self.chunk)
         self.num_blocks = self.out_tiles * self.chunks
+        # panel rows repeat (the fast path jumps whole rows after simulating about two)
+        # when a row is short enough to simulate twice
+        # (the first cap_start output tiles have signatures of their own: warm up past them)
+        warm_rows = 3 + -(-self.cap_start // self.Nt)
+        row_ok = self.mode == "panel" and self.Mt >= 2 * warm_rows and self.RK <= OUTER_MAX_TILE_OPS
+        # likewise whole output tiles whose middle chunks repeat within the tile (a jump
+        # inside every tile would hide the period of whole tiles), if the warm-up is short
+        warm_tiles = 4 * (3 + self.cap_start)
+        tile_ok = (
+            self.chunks > 5
+            and self.out_tiles > warm_tiles
+            and warm_tiles * kt <= 4 * OUTER_MAX_TILE_OPS
+        )
+        self.outer_blocks, self.outer_until = 0, 0
+        if row_ok:
+            self.outer_blocks = self.Nt * self.chunks
+            self.outer_until = self.outer_blocks * warm_rows
+        elif tile_ok:
+            self.outer_blocks, self.outer_until = self.chunks, self.chunks * warm_tiles
 
     # buffers and SRAM ---------------------------------------------------------------------
     def _a_unit(self) -> int:
@@ -744,6 +764,46 @@ class GemmProgram:
         """Every DMA depends on a fetch or a tile-op (or a live one it consumes)."""
         return (self.fetch_res, self.pe_res)
 
+    def block_sig_array(self, b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """:meth:`block_sig` of many blocks at once, one row each (the same components, as
+        integers), so the fast path can find how far a period repeats without a Python
+        call per block."""
+        j, c = np.divmod(b, self.chunks)
+        p0 = j * self.Kt + c * self.chunk
+        p1 = np.minimum(p0 + self.chunk, (j + 1) * self.Kt)
+        mi, ni = np.divmod(j, self.Nt)
+        ki0 = p0 - j * self.Kt
+        s, kt, pl = self.stripe, self.Kt, self.plan
+        a_mod = (self.a_base + (mi * kt + ki0) * pl.a_bytes) % s
+        b_mod = (self.b_base + (ni * kt + ki0) * pl.b_bytes) % s
+        cols = [
+            np.minimum(j, self.cap_start),
+            np.minimum(self.out_tiles - 1 - j, self.cap_end),
+            np.minimum(c, 2),
+            np.minimum(self.chunks - 1 - c, 2),
+            p1 - p0,
+            a_mod,
+            b_mod,
+            (self.c_base + j * pl.c_bytes) % s,
+        ]
+        if self.mode == "panel":
+            ahead = (j + self.buffers.b) % self.Nt
+            row = np.minimum(self.Mt - 1, mi + self.buffers.a)
+            cols += [
+                np.minimum(ni, self.cap_row),
+                (ni == self.Nt - 1).astype(np.int64),
+                np.minimum(self.Mt - 1 - mi, self.buffers.a + 1),
+                (self.b_base + ahead * kt * pl.b_bytes) % s,
+                (self.a_base + row * kt * pl.a_bytes) % s,
+            ]
+        elif self.mode in STREAMING:
+            ahead = j + -(-self.nbuf // self.Kt)
+            cols += [
+                (self.a_base + (ahead // self.Nt) * kt * pl.a_bytes) % s,
+                (self.b_base + (ahead % self.Nt) * kt * pl.b_bytes) % s,
+            ]
+        return np.stack(cols, axis=1).astype(np.int64)
+
     def block_sig(self, b: int) -> Hashable:
         j, p0, p1 = self.span(b)
         c = (p0 - j * self.Kt) // self.chunk
@@ -804,17 +864,51 @@ def run_gemm(
 
 
 def check_coverage(run: GemmRun) -> None:
-    """Every (mi, ni, ki) of the padded grid is computed by exactly one GEMM record."""
+    """Every (mi, ni, ki) of the padded grid is computed by exactly one GEMM record.
+
+    On a compressed log a period whose GEMM records compute ``tiles_shift`` consecutive
+    tile-ops covers a contiguous range with its copies, checked without expanding them.
+    """
     log, plan = run.log, run.program.plan
-    tiles = np.sort(log.tile[log.stage == GEMM])
-    if len(tiles) != plan.tile_ops or not np.array_equal(tiles, np.arange(plan.tile_ops)):
+    stored = log.stored
+    gemm = stored["stage"] == GEMM
+    explicit: list[npt.NDArray[np.int64]] = []
+    ranges: list[tuple[int, int]] = []
+    pos = 0
+    for r in log.repeats:
+        explicit.append(stored["tile"][pos : r.hi][gemm[pos : r.hi]])
+        src = np.sort(stored["tile"][r.lo : r.hi][gemm[r.lo : r.hi]])
+        step = r.tiles_shift
+        if len(src) == step and (step == 0 or np.array_equal(src, src[0] + np.arange(step))):
+            if step:
+                ranges.append((int(src[0]) + step, int(src[0]) + step * (r.n + 1)))
+        else:  # not a contiguous run: its copies, written out
+            explicit.append(copies("tile", src, r, 1, r.n))
+        pos = r.hi
+    explicit.append(stored["tile"][pos:][gemm[pos:]])
+    tiles = np.sort(np.concatenate(explicit))
+    ranges.sort()
+    los = np.array([lo for lo, _ in ranges], np.int64)
+    his = np.array([hi for _, hi in ranges], np.int64)
+    inside = np.searchsorted(los, tiles, side="right") - 1
+    in_range = (inside >= 0) & (tiles < his[np.maximum(inside, 0)]) if len(ranges) else False
+    count = len(tiles) + int((his - los).sum())
+    once = (
+        count == plan.tile_ops
+        and (not len(tiles) or (tiles[0] >= 0 and tiles[-1] < plan.tile_ops))
+        and bool(np.all(np.diff(tiles) > 0))
+        and (not ranges or (los[0] >= 0 and his[-1] <= plan.tile_ops))
+        and bool(np.all(los[1:] >= his[:-1]))
+        and not bool(np.any(in_range))
+    )
+    if not once:  # N records, distinct, each in [0, N): each tile-op exactly once
         raise AssertionError(
-            f"GEMM {plan.shape}: {len(tiles)} tile-op records for {plan.tile_ops} tile-ops "
+            f"GEMM {plan.shape}: {count} tile-op records for {plan.tile_ops} tile-ops "
             "(some (mi, ni, ki) missing or computed twice)"
         )
-    mi, ni, ki = plan.coords(tiles)
+    mi, ni, ki = plan.coords(np.arange(plan.tile_ops, dtype=np.int64))
     flat = (mi * plan.Nt + ni) * plan.Kt + ki
-    if len(np.unique(flat)) != plan.tile_ops or flat.max() >= plan.tile_ops:
+    if not np.array_equal(flat, np.arange(plan.tile_ops)):
         raise AssertionError(f"GEMM {plan.shape}: tile coordinates do not cover the grid once")
 
 

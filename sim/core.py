@@ -34,7 +34,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from sim.errors import NpuSimError
-from sim.limits import MAX_TIME_PS  # one definition of the int64-ps ceiling
+from sim.limits import MAX_TIME_PS, check_stored_records  # one definition of the int64-ps ceiling
 from sim.oplog import DTYPES, OpLog, Repeat
 
 __all__ = [
@@ -202,6 +202,8 @@ class _Writer:
         if self.logical + n > self.total:
             raise SimulationError("the program emitted more operations than it declared")
         if n:
+            if (self.pos + n) // _GUARD_EVERY != self.pos // _GUARD_EVERY:
+                check_stored_records(self.pos + n, "a fast-path op log that found no period")
             self.chunks.append([getattr(self, name) for name in _WRITTEN])
         self.pos += n
         self.logical += n
@@ -234,6 +236,7 @@ class _Writer:
 
 
 _WRITTEN = ("engine", "stage", "op", "start", "end", "nbytes", "macs", "tile")
+_GUARD_EVERY = 1 << 16  # stored records between memory-budget checks (check_stored_records)
 
 
 def _canonical(

@@ -157,6 +157,10 @@ class OpLog:
         full: dict[str, npt.NDArray[Any]] = self._full  # type: ignore[attr-defined]
         col = full.get(name)
         if col is None:
+            if self.repeats and not full:
+                from sim.limits import check_stored_records
+
+                check_stored_records(len(self), "writing out a compressed op log's columns")
             src = self.stored[name]
             parts: list[npt.NDArray[Any]] = []
             pos = 0

@@ -1,0 +1,44 @@
+"""Memory budgets with a compressed op log (ADR 0011): what is planned, what is checked later."""
+
+from __future__ import annotations
+
+import pytest
+
+import sim.core
+import sim.limits
+from sim import BudgetError, load_topology, run_gemm
+from sim.limits import MEMORY_BUDGET_ENV, check_gemm
+
+TOPO = load_topology("npu-1h")
+
+
+def test_a_periodic_giant_is_planned_by_its_states_not_its_full_log() -> None:
+    """16384^3 has 2.7e8 records (13.5 GiB written out) but the fast path stores a period once:
+    it is not refused up front, while a one-by-one run (every record stored) still is."""
+    check_gemm(16384, 16384, 16384, TOPO)
+    with pytest.raises(BudgetError, match=MEMORY_BUDGET_ENV):
+        check_gemm(16384, 16384, 16384, TOPO, extrapolate=False)
+
+
+def test_writing_out_a_compressed_log_is_checked_against_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run = run_gemm("2048x2048x2048", "double_buffer", TOPO)
+    assert run.log.compressed
+    monkeypatch.setenv(MEMORY_BUDGET_ENV, "1")  # 1 MiB: the full log is ~28 MiB
+    with pytest.raises(BudgetError, match=rf"compressed op log.*{MEMORY_BUDGET_ENV}"):
+        run.log.start  # noqa: B018 (the column access is what is checked)
+    monkeypatch.setenv(MEMORY_BUDGET_ENV, "64")
+    assert len(run.log.start) == len(run.log)
+
+
+def test_a_fast_path_that_stores_too_much_is_stopped_while_it_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The writer checks stored records as it flushes: with a record priced at 1 MiB, a run
+    storing thousands of records is refused, one storing a few dozen is not."""
+    monkeypatch.setattr(sim.limits, "OPLOG_RECORD_BYTES", 1 << 20)
+    monkeypatch.setattr(sim.core, "_GUARD_EVERY", 1)
+    with pytest.raises(BudgetError, match="found no period"):
+        run_gemm("1000x3000x700", "prefetch", TOPO)
+    assert run_gemm("64x64x64", "double_buffer", TOPO).log.makespan_ps > 0

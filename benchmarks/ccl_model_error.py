@@ -74,36 +74,21 @@ def measure(cfg: Config) -> tuple[Config, float, bool, int]:
     return cfg, run.time_ps / predicted, run.time_ps < bounds_ps(topo, size).time_ps, run.wrong
 
 
-def _timed(cfg: Config) -> tuple[tuple[Config, float, bool, int], float]:
+def _timed(cfg: Config) -> tuple[tuple[Config, float, bool, int], float]:  # (result, CPU s)
     c0 = time.process_time()
     got = measure(cfg)
     return got, time.process_time() - c0
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("configs", nargs="?", type=int, default=20_000)
-    ap.add_argument("--seed", type=int, default=20261201)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--log", default=os.devnull, help="write each result as a JSON line here")
-    ap.add_argument("--ops", type=int, default=20_000, help="thin above this many transfers")
-    args = ap.parse_args()
-    t0 = time.perf_counter()
-    configs = draw(args.configs, args.seed, args.ops)
-    timed = []
-    with ProcessPoolExecutor(args.workers) as pool, open(args.log, "w") as log:
-        for got in pool.map(_timed, configs, chunksize=16):
-            timed.append(got)
-            log.write(json.dumps(got) + "\n")  # a partial run can be summarised from here
-            log.flush()
+Timed = tuple[tuple[Config, float, bool, int], float]
+
+
+def report(timed: list[Timed], head: str, wall: float, workers: int) -> None:
+    """Print the table of per-algorithm errors, the worst configs and the checks."""
     results = [r for r, _cpu in timed]
     cpu = sum(c for _r, c in timed)
-    wall = time.perf_counter() - t0
-    big = sum(s >= 1 << 20 for _k, _p, _a, s in configs)
-    print(
-        f"{len(results)} random configs (p 2..32, 2 B..256 MiB; {big} of them >= 1 MiB; "
-        f"thinned above {args.ops} transfers), seed {args.seed}"
-    )
+    big = sum(cfg[3] >= 1 << 20 for cfg, _r, _b, _w in results)
+    print(f"{len(results)} random configs ({head}; {big} of them >= 1 MiB)")
     print(f"{'algorithm':<20} {'configs':>7} {'geomean':>8} {'max':>7} {'min':>7} {'>25%':>6}")
     for algorithm in ALGORITHMS:
         ratios = [r for (_k, _p, a, _s), r, _b, _w in results if a == algorithm]
@@ -123,7 +108,34 @@ def main() -> None:
         print(f"  {cfg[0]:<16} p={cfg[1]:<3} {cfg[2]:<19} {cfg[3]:>10} B: {ratio:.3f}")
     print(f"runs below the lower bound: {sum(b for _c, _r, b, _w in results)}")
     print(f"runs with #wrong > 0: {sum(w > 0 for _c, _r, _b, w in results)}")
-    print(f"wall time: {wall:.1f} s with {args.workers} workers, CPU time in workers {cpu:.1f} s")
+    print(f"wall time: {wall:.1f} s with {workers} workers, CPU time in workers {cpu:.1f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("configs", nargs="?", type=int, default=20_000)
+    ap.add_argument("--seed", type=int, default=20261201)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--log", default=os.devnull, help="write each result as a JSON line here")
+    ap.add_argument("--ops", type=int, default=20_000, help="thin above this many transfers")
+    ap.add_argument("--summarise", metavar="LOG", help="report the results a --log holds so far")
+    args = ap.parse_args()
+    head = f"p 2..32, 2 B..256 MiB, thinned above {args.ops} transfers, seed {args.seed}"
+    if args.summarise:  # the first N results of a run are the first N configs it drew
+        with open(args.summarise) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        timed = [((tuple(c), r, b, w), cpu) for (c, r, b, w), cpu in rows]
+        report(timed, head + f", the first {len(rows)} of a partial run", 0.0, args.workers)
+        return
+    t0 = time.perf_counter()
+    configs = draw(args.configs, args.seed, args.ops)
+    timed = []
+    with ProcessPoolExecutor(args.workers) as pool, open(args.log, "w") as log:
+        for got in pool.map(_timed, configs, chunksize=16):
+            timed.append(got)
+            log.write(json.dumps(got) + "\n")  # a partial run can be summarised from here
+            log.flush()
+    report(timed, head, time.perf_counter() - t0, args.workers)
 
 
 if __name__ == "__main__":

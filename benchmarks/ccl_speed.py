@@ -14,18 +14,22 @@ algorithm under 1 s at 32 chips and 256 MiB on a 2-core machine.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 from sim import load_topology
 from sim.collective_model import model
 from sim.kernels.allreduce import algorithms_for, allreduce, collective_metrics
+from sim.limits import OPS_BUDGET_ENV
 
 TOPOLOGIES = ("ring", "fully_connected", "switch", "torus2d")
 DIMS = {4: (2, 2), 8: (2, 4), 16: (4, 4), 32: (4, 8), 64: (8, 8)}
 
 
 def main(chips: int, mib: int, reps: int = 3) -> None:
+    # direct at 32 chips x 256 MiB plans 4.3e6 operations, over sim.limits' default budget
+    os.environ.setdefault(OPS_BUDGET_ENV, "20000000")
     base = load_topology()
     nbytes = mib * 1024 * 1024
     print(

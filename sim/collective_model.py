@@ -57,6 +57,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from sim.errors import BudgetError
 from sim.kernels.allreduce import (
     ALGORITHMS,
     COLLECTIVES,
@@ -67,6 +68,7 @@ from sim.kernels.allreduce import (
     fabric_program,
     tree_levels,
 )
+from sim.limits import check_collective
 from sim.link import (
     FORWARD,
     REDUCE,
@@ -517,12 +519,16 @@ def _critical(
     chunk_bytes: int | None,
     c: _Costs,
 ) -> tuple[float, float]:
-    """Terms 5 and 6, from the algorithm's own chunk program (:func:`fabric_program`) timed
-    without contention (every link, engine, HBM and buffer to itself, as ASTRA-sim's
-    congestion-unaware analytical network): its critical path, and for every resource (link
-    direction, reduce engine, HBM) the earliest its first op can start there plus all its
-    work plus what the critical path still has to do after its last op there."""
+    """Terms 5 and 6 (module docstring), from the algorithm's own chunk program
+    (:func:`fabric_program`) timed with ``contention=False`` (ASTRA-sim's congestion-unaware
+    analytical network; fair link shares for :data:`SHARED`): its critical path, and the
+    release-time bound of the busiest resource on it. Over the simulator's budgets
+    (:func:`sim.limits.check_collective`) both are 0: the model is the analytic terms."""
     if net.chips <= 1 or nbytes == 0:
+        return 0.0, 0.0
+    try:
+        check_collective(topo, nbytes, algorithm, chunk_bytes)
+    except BudgetError:
         return 0.0, 0.0
     schedule = build_schedule(
         topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net

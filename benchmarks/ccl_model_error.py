@@ -108,7 +108,8 @@ def report(timed: list[Timed], head: str, wall: float, workers: int) -> None:
         print(f"  {cfg[0]:<16} p={cfg[1]:<3} {cfg[2]:<19} {cfg[3]:>10} B: {ratio:.3f}")
     print(f"runs below the lower bound: {sum(b for _c, _r, b, _w in results)}")
     print(f"runs with #wrong > 0: {sum(w > 0 for _c, _r, _b, w in results)}")
-    print(f"wall time: {wall:.1f} s with {workers} workers, CPU time in workers {cpu:.1f} s")
+    clock = f"wall time: {wall:.1f} s with {workers} workers" if wall else "a partial run's log"
+    print(f"{clock}, CPU time in workers {cpu:.1f} s")
 
 
 def main() -> None:
@@ -125,7 +126,7 @@ def main() -> None:
         with open(args.summarise) as f:
             rows = [json.loads(line) for line in f if line.strip()]
         timed = [((tuple(c), r, b, w), cpu) for (c, r, b, w), cpu in rows]
-        report(timed, head + f", the first {len(rows)} of a partial run", 0.0, args.workers)
+        report(timed, head + f", the first {len(rows)} of a run", 0.0, args.workers)
         return
     t0 = time.perf_counter()
     configs = draw(args.configs, args.seed, args.ops)

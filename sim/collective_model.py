@@ -23,7 +23,7 @@ byte on a link direction (beta = 1 / link_bw), ``g`` = time per byte of reductio
 
 :func:`model` is what the simulator's schedules should take: the largest of
 
-1. **Chunk pipeline** (latency-bound, contention-free), per independent part of the
+1. **Chunk pipeline** (ring and torus2d only; latency-bound), per independent part of the
    algorithm (each ring, tree or torus half): in step ``s`` every flow sends ``m_s`` bytes
    as ``k_s = ceil(m_s / chunk)`` equal chunks of ``c_s``; a chunk occupies a link for
    ``c_s b``, arrives ``h_s a`` after the end of its first hop's occupancy minus nothing
@@ -34,6 +34,17 @@ byte on a link direction (beta = 1 / link_bw), ``g`` = time per byte of reductio
 2. **Busiest link direction**: ``max_l bytes(l) b``, flows routed as the simulator routes them.
 3. **Busiest reduce engine**: ``max_chip bytes_reduced g``.
 4. **Busiest HBM**: ``max_chip (bytes sent + bytes copied + 2 bytes reduced) m``.
+5. **Congestion-unaware critical path** (ASTRA-sim's analytical network without congestion,
+   on the algorithm's own chunk program, :func:`sim.link.simulate_fabric` with
+   ``contention=False``): every (sender, receiver) pair has links of its own, every op its
+   own reduce engine and HBM; staging buffers bound it as in the machine. For
+   halving-doubling and the double binary tree, whose steps form one dependency chain, a
+   transfer holds its pair's link for its fair share: its bytes times the pairs of its
+   step that cross its busiest link.
+6. **Busiest resource on that path** (a release-time bound): for each link direction,
+   reduce engine and HBM, and each op ``j`` on it in order of its start on the path,
+   ``start_j + work of j and every later op there + what the path still does after the
+   resource's last op``.
 
 :func:`lower_bounds_ps` gives what no allreduce on this machine can beat.
 """
@@ -42,17 +53,33 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
+import numpy as np
+
+from sim.errors import BudgetError
 from sim.kernels.allreduce import (
     ALGORITHMS,
     COLLECTIVES,
     CollectiveError,
     binary_tree,
+    build_schedule,
     double_binary_tree,
+    fabric_program,
     tree_levels,
 )
-from sim.link import Network, build_network
+from sim.limits import check_collective
+from sim.link import (
+    FORWARD,
+    REDUCE,
+    SEND,
+    TRANSFER,
+    FabricProgram,
+    Network,
+    build_network,
+    hbm_default,
+    simulate_fabric,
+)
 from sim.topology import Topology
 
 __all__ = [
@@ -93,6 +120,8 @@ class CollectiveModel:
     nbytes: int
     time_ps: float
     pipeline_ps: float
+    critical_path_ps: float
+    resource_path_ps: float
     busiest_link_ps: float
     busiest_engine_ps: float
     busiest_hbm_ps: float
@@ -454,18 +483,108 @@ def model(
     net = build_network(topo)
     parts = _parts(net, algorithm, collective, float(nbytes))
     costs = _costs(topo, chunk_bytes)
-    pipeline = max((_pipeline(net, steps, costs) for steps in parts if steps), default=0.0)
+    pipeline = 0.0
+    if algorithm in GRID:
+        pipeline = max((_pipeline(net, steps, costs) for steps in parts if steps), default=0.0)
     link, engine, hbm = _resources(net, parts, costs)
+    critical, path = _critical(topo, net, algorithm, nbytes, collective, chunk_bytes, costs)
+    terms = (pipeline, critical, path, link, engine, hbm)
     return CollectiveModel(
         algorithm=algorithm,
         collective=collective,
         chips=net.chips,
         nbytes=nbytes,
-        time_ps=max(pipeline, link, engine, hbm) if contention else pipeline,
+        time_ps=max(terms) if contention else max(pipeline, critical),
         pipeline_ps=pipeline,
+        critical_path_ps=critical,
+        resource_path_ps=path,
         busiest_link_ps=link,
         busiest_engine_ps=engine,
         busiest_hbm_ps=hbm,
         textbook_ps=textbook_ps(topo, algorithm, nbytes, collective),
         parts=tuple(tuple(s) for s in parts),
     )
+
+
+GRID = ("ring", "torus2d")  # the chunk grid (term 1) models these; the others by their program
+SHARED = ("halving_doubling", "double_binary_tree")  # steps of one chain: fair link shares
+
+
+def _critical(
+    topo: Topology,
+    net: Network,
+    algorithm: str,
+    nbytes: int,
+    collective: str,
+    chunk_bytes: int | None,
+    c: _Costs,
+) -> tuple[float, float]:
+    """Terms 5 and 6 (module docstring), from the algorithm's own chunk program
+    (:func:`fabric_program`) timed with ``contention=False`` (ASTRA-sim's congestion-unaware
+    analytical network; fair link shares for :data:`SHARED`): its critical path, and the
+    release-time bound of the busiest resource on it. Over the simulator's budgets
+    (:func:`sim.limits.check_collective`) both are 0: the model is the analytic terms."""
+    if net.chips <= 1 or nbytes == 0:
+        return 0.0, 0.0
+    try:
+        check_collective(topo, nbytes, algorithm, chunk_bytes)
+    except BudgetError:
+        return 0.0, 0.0
+    schedule = build_schedule(
+        topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net
+    )
+    prog = fabric_program(schedule).program
+    mem_op = [
+        hbm_default(k, b) if m < 0 else m
+        for k, b, m in zip(prog.kind, prog.nbytes, prog.hbm, strict=True)
+    ]
+    timed = _shared(net, prog, mem_op) if algorithm in SHARED else prog
+    log = simulate_fabric(net, timed, contention=False)
+    total = float(log.makespan_ps)
+    nlinks, p = len(net.links), net.chips
+    op = log.op.astype(np.int64)
+    stage = log.stage
+    on_link = (stage == SEND) | (stage == FORWARD)
+    mem = np.asarray(mem_op, dtype=np.float64)[op]
+    nb = np.asarray(prog.nbytes, dtype=np.float64)[op]
+    chip = log.chip.astype(np.int64)
+    reduce = stage == REDUCE
+    reads = (stage == SEND) | (~on_link)  # an op's HBM bytes: at its first hop or on chip
+    res = np.concatenate(
+        [log.engine[on_link].astype(np.int64), nlinks + chip[reduce], nlinks + p + chip[reads]]
+    )
+    work = np.concatenate([nb[on_link] * c.beta, nb[reduce] * c.gamma, mem[reads] * c.mem])
+    start = np.concatenate([log.start[on_link], log.start[reduce], log.start[reads]])
+    end = np.concatenate([log.end[on_link], log.end[reduce], log.end[reads]])
+    if not len(res):
+        return total, 0.0
+    size = nlinks + 2 * p
+    last = np.zeros(size)
+    np.maximum.at(last, res, end.astype(np.float64))
+    # per resource, ops by start: from op j on, the work of j and every later op
+    order = np.lexsort((start, res))
+    r, w, t0 = res[order], work[order], start[order].astype(np.float64)
+    suffix = np.cumsum(w[::-1])[::-1]
+    group_end = np.searchsorted(r, r, side="right")  # one past each op's resource group
+    after = suffix - np.append(suffix, 0.0)[group_end]
+    path = t0 + after + np.maximum(total - last[r], 0.0)
+    return total, float(path.max(initial=0.0))
+
+
+def _shared(net: Network, prog: FabricProgram, mem: list[int]) -> FabricProgram:
+    """``prog`` with each transfer as long on its links as the fair share it gets: its bytes
+    times the number of (sender, receiver) pairs of its step that cross its busiest link."""
+    pairs: dict[tuple[int, int], set[int]] = {}
+    routes = net.routes
+    p = net.chips
+    for k, s, d, st in zip(prog.kind, prog.src, prog.dst, prog.step, strict=True):
+        if k == TRANSFER:
+            for link in routes[s][d]:
+                pairs.setdefault((st, link), set()).add(s * p + d)
+    out = FabricProgram(**{f.name: list(getattr(prog, f.name)) for f in fields(prog)})
+    for i, (k, s, d, st) in enumerate(zip(prog.kind, prog.src, prog.dst, prog.step, strict=True)):
+        if k == TRANSFER:
+            share = max(len(pairs[st, link]) for link in routes[s][d])
+            out.nbytes[i] *= share
+            out.hbm[i] = mem[i]
+    return out

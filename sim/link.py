@@ -1,17 +1,24 @@
 """Chips joined by links: the network of a topology, its routes, and a link-level timing engine.
 
-Semantics (docs/adr/0003-collectives.md):
+Semantics (docs/adr/0005-interconnect-physics.md, docs/adr/0010-interconnect-completion.md):
 
-* A **link** is one direction of a cable between two nodes. It is a server: a transfer of
-  ``b`` bytes holds it for ``latency + b / link_bw`` (:meth:`Network.link_ps`), one transfer
-  at a time, so flows that share a link contend. A link serves the transfers waiting for
-  it first come, first served (equal ready times in program order).
+* A **link** is one direction of a cable between two nodes. A transfer of ``b`` bytes
+  occupies it for ``b / link_bw`` (:meth:`Network.link_ps`), one transfer at a time, so
+  flows that share a link contend; its data arrives ``link_latency_ns`` after it leaves.
+  Latency is flight time, not occupancy (ASTRA-sim's congestion-aware link): two
+  back-to-back transfers on one link arrive at ``latency + 2 b / link_bw``. A link serves
+  the transfers waiting for it first come, first served (equal ready times in program
+  order).
 * A transfer crosses its route **cut-through**: hop ``i+1`` is ready ``latency`` after hop
-  ``i`` started (the head has crossed the hop) and starts then, or when its link frees. An
-  unloaded ``h``-hop transfer therefore takes ``h * latency + b / link_bw``; each hop's
-  record ends when the last byte is at the far end of that hop.
+  ``i`` started (the head has crossed the hop) and starts then, or when its link frees,
+  and ends no earlier than hop ``i`` ended plus ``latency``. An unloaded ``h``-hop transfer
+  therefore arrives ``h * latency + b / link_bw`` after it starts. A switch is a
+  non-blocking crossbar: its hop adds latency only.
 * Each chip has one **reduce engine**, also first come, first served: reducing ``b``
   bytes takes ``b / reduce_gbs``. It runs concurrently with the chip's links.
+* Each chip's **HBM** is one server of the aggregate bandwidth ``hbm_to_router_bw_gbs``:
+  what ``num_pcs`` pseudo-channels give under a perfectly interleaved address map (ADR
+  0010 says where that equals the per-channel model and where it does not).
 
 Topologies (``chips.topology``): ``ring`` (bidirectional; shortest path, a tie at distance
 p/2 goes up from the lower chip and down from the higher one), ``fully_connected`` (a link
@@ -344,7 +351,7 @@ def _dependents(program: FabricProgram) -> list[list[int]]:
     return dependents
 
 
-def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
+def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = True) -> OpLog:
     """Time ``program`` on ``net`` (module docstring): a heap of ``(time, op id, hop)`` events.
 
     Every link direction and reduce engine is a FIFO server: an op that is ready while it is
@@ -364,6 +371,12 @@ def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
     receiver) pair and gets it back ``latency`` after the consumer ends (the credit flies
     back). Returns one record per hop and per reduction or copy, sorted by op id and hop;
     ``tile`` holds the op's step.
+
+    ``contention=False`` times the same program as if flows did not contend: each (sender,
+    receiver) pair has a link of its own at every hop (its chunks still queue behind each
+    other), every op has a reduce engine and HBM to itself; staging buffers are as in the
+    machine. That is the congestion-unaware critical path of
+    :func:`sim.collective_model.model`.
     """
     n = len(program)
     kind, src, dst, step = program.kind, program.src, program.dst, program.step
@@ -382,8 +395,10 @@ def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
     head = [0] * n  # when the first burst of every input is there
     tail = [0] * n  # when the last byte of every input is there
     hop_end = [0] * n
-    busy = [False] * (nlinks + p)  # links, then reduce engines
-    queue: list[deque[tuple[int, int]]] = [deque() for _ in range(nlinks + p)]
+    hops = max((len(r) for row in routes for r in row), default=1)
+    servers = nlinks + p if contention else nlinks + p + p * p * hops
+    busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
+    queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
     hbm_free = [0] * p
     heap = [(0, i, 0) for i in range(n) if not waiting[i]]
     heapq.heapify(heap)
@@ -428,7 +443,7 @@ def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
             if not waiting[j]:
                 push(heap, (head[j], j, 0))
 
-    def start(now: int, i: int, hop: int) -> None:
+    def start(now: int, i: int, hop: int, res: int = -1) -> None:
         k = kind[i]
         if k == TRANSFER:
             route = routes[src[i]][dst[i]]
@@ -436,7 +451,7 @@ def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
             begin = now
             if hop == 0:
                 chip = src[i]
-                if hbm_hold[i]:  # a forwarded chunk streams from on-chip buffers instead
+                if hbm_hold[i] and contention:  # a forwarded chunk streams from on-chip buffers
                     if hbm_free[chip] > begin:
                         begin = hbm_free[chip]
                     hbm_free[chip] = begin + hbm_hold[i]
@@ -444,7 +459,7 @@ def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
             else:
                 end = max(begin + first[i], hop_end[i] + lat)
             hop_end[i] = end
-            push(heap, (end, -1, link))
+            push(heap, (end, -1, res))
             r_eng.append(link)
             r_stage.append(FORWARD if hop else SEND)
             r_chip.append(link_chip[link])
@@ -454,10 +469,10 @@ def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
                 produced(i, begin + lat, end + lat, burst[i])
         else:
             chip = src[i]
-            begin = now if now > hbm_free[chip] else hbm_free[chip]
+            begin = now if now > hbm_free[chip] or not contention else hbm_free[chip]
             hbm_free[chip] = begin + hbm_hold[i]
             end = max(begin + total[i], tail[i] + burst[i])
-            if k == REDUCTION:  # a bandwidth server: busy for its work, not while data trickles in
+            if k == REDUCTION and contention:  # busy for its work, not while data trickles in
                 push(heap, (begin + first[i], -1, nlinks + chip))
             r_eng.append(reduce_engine if k == REDUCTION else hbm_engine)
             r_stage.append(REDUCE if k == REDUCTION else COPY_STAGE)
@@ -475,7 +490,7 @@ def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
         if i < 0:  # server `hop` frees: its first queued op starts
             if queue[hop]:
                 j, h = queue[hop].popleft()
-                start(t, j, h)
+                start(t, j, h, hop)
             else:
                 busy[hop] = False
             continue
@@ -499,12 +514,17 @@ def simulate_fabric(net: Network, program: FabricProgram) -> OpLog:
         if k == COPY:
             start(t, i, hop)
             continue
-        res = routes[src[i]][dst[i]][hop] if k == TRANSFER else nlinks + src[i]
+        if k != TRANSFER:
+            res = nlinks + src[i]
+        elif contention:
+            res = routes[src[i]][dst[i]][hop]
+        else:
+            res = nlinks + p + (src[i] * p + dst[i]) * hops + hop
         if busy[res]:
             queue[res].append((i, hop))
         else:
-            busy[res] = True
-            start(t, i, hop)
+            busy[res] = contention or k == TRANSFER
+            start(t, i, hop, res)
     expected = sum(
         len(routes[s][d]) if k == TRANSFER else 1 for k, s, d in zip(kind, src, dst, strict=True)
     )

@@ -29,6 +29,7 @@ from sim.kernels.allreduce import (
     check,
     collective_metrics,
     double_binary_tree,
+    fabric_program,
     input_coefficients,
     link_bytes,
     reduce_scatter,
@@ -36,7 +37,7 @@ from sim.kernels.allreduce import (
     run_collective,
     run_schedule,
 )
-from sim.link import build_network
+from sim.link import build_network, simulate_fabric
 from sim.topology import Topology
 
 BASE = load_topology()
@@ -368,10 +369,10 @@ def test_ring_busbw_reaches_the_two_direction_bound_at_any_chunk() -> None:
     bound = 2 * float(BASE.chips.link_bw)
     got = [
         collective_metrics(allreduce(topo, 256 * MIB, "ring", chunk_bytes=c))["busbw_gbs"]
-        for c in (256 * KIB, 16 * MIB)
+        for c in (256 * KIB, MIB, 4 * MIB, 16 * MIB)
     ]
     assert min(got) >= 0.95 * bound, got
-    assert abs(got[0] - got[1]) < 0.02 * max(got), got
+    assert max(got) - min(got) < 0.02 * max(got), got
 
 
 def _fine_sizes() -> list[int]:
@@ -385,8 +386,10 @@ def _fine_sizes() -> list[int]:
 @pytest.mark.parametrize("kind", TOPOLOGIES)
 def test_time_never_decreases_with_size(kind: str) -> None:
     """For every algorithm, over a fine size grid on 8 chips, a larger message never takes
-    less time, up to 0.01 % (integer-ps rounding, one-element-uneven splits; ADR 0005 lists
-    the measured exceptions, at chunk-count changes above this grid)."""
+    less time, up to 0.01 %: first come, first served scheduling has Graham's anomalies (a
+    slightly different arrival order on a shared link or HBM can shorten the whole run; on
+    this grid at most 460 ps = 5e-5, torus2d at 4094 -> 4096 B). Without contention the
+    same programs never get faster (the next test); ADR 0010 lists the measured drops."""
     topo = _topo(kind, 8)
     sizes = _fine_sizes()
     for algorithm in algorithms_for(kind):
@@ -396,6 +399,29 @@ def test_time_never_decreases_with_size(kind: str) -> None:
             for a, b, x, y in zip(sizes, sizes[1:], times, times[1:], strict=False)
             if y < x * (1 - 1e-4)  # up to 0.01 %: integer-ps rounding, one-element-uneven splits
         ]
+        assert not drops, (algorithm, drops[:3])
+
+
+@pytest.mark.parametrize("kind", TOPOLOGIES)
+def test_without_contention_time_never_decreases_with_size(kind: str) -> None:
+    """The same programs timed without contention (simulate_fabric(contention=False): every
+    sender-receiver pair its own links, every op its own engine and HBM) never get faster
+    as the message grows, with no tolerance: chunking, rounding and streaming are
+    monotone, so the drops of the test above come from the order of service."""
+    topo = _topo(kind, 8)
+    net = build_network(topo)
+    sizes = _fine_sizes()
+    for algorithm in algorithms_for(kind):
+        times = [
+            simulate_fabric(
+                net,
+                fabric_program(build_schedule(topo, n, algorithm, network=net)).program,
+                contention=False,
+            ).makespan_ps
+            for n in sizes
+        ]
+        pairs = zip(sizes, sizes[1:], times, times[1:], strict=False)
+        drops = [(a, b) for a, b, x, y in pairs if y < x]
         assert not drops, (algorithm, drops[:3])
 
 

@@ -220,6 +220,20 @@ def test_flows_sharing_a_link_take_turns() -> None:
     assert set(arrival_ps(net, simulate_fabric(net, apart)).values()) == {occupy + ALPHA}
 
 
+def test_without_contention_only_a_pairs_own_chunks_queue() -> None:
+    """contention=False (the model's critical path): the two flows over link 0->1 no
+    longer take turns, but two chunks of one sender-receiver pair still do."""
+    occupy = _ps(4096, LINK_BW)
+    net = _net("ring", 4)
+    prog = FabricProgram()
+    prog.add(TRANSFER, 0, 1, 4096, 0, (), hbm=0)
+    prog.add(TRANSFER, 0, 2, 4096, 0, (), hbm=0)  # shares link 0->1 with the first
+    prog.add(TRANSFER, 0, 1, 4096, 0, (), hbm=0)  # the first one's pair: queues behind it
+    got = arrival_ps(net, simulate_fabric(net, prog, contention=False))
+    assert got == {0: occupy + ALPHA, 1: occupy + 2 * ALPHA, 2: 2 * occupy + ALPHA}
+    assert arrival_ps(net, simulate_fabric(net, prog))[1] == 2 * occupy + 2 * ALPHA
+
+
 def test_one_transfer_at_a_time_per_link_under_load() -> None:
     """With every chip sending to every other on a ring, no link's records overlap in time."""
     net = _net("ring", 6)

@@ -2,9 +2,10 @@
 
 A **schedule** is a list of steps; a step is a list of messages ``src -> dst`` of an element
 range ``[lo, hi)`` of the vector, either reduced into the destination or copied over it.
-Every message is cut into ``k = ceil(bytes / chunk)`` **equal chunks** (sizes within one
-element; ``chips.chunk_kib``), one transfer each, so a message just above a chunk becomes
-two half chunks, never a chunk and a sliver.
+Every message is cut into **equal chunks** (sizes within one element; :func:`chunks`): ``k``
+the next power of two of ``max(ceil(bytes / chunk), staging_buffers / 2)`` (``chips.chunk_kib``)
+by recursive halving, one transfer each, so a message just above a chunk becomes two half
+chunks, never a chunk and a sliver.
 
 Timing (:func:`run_collective`) follows the data, chunk by chunk: a transfer leaves when
 the elements it carries are ready on the sender (the ops that last wrote them have ended)

@@ -231,6 +231,24 @@ def check_gemm(M: int, K: int, N: int, topo: object, *, extrapolate: bool = True
         )
 
 
+#: the fast path's work grows with its blocks (an output tile, or a chunk of a deep one), not
+#: its records: about 0.3-0.5 us each; this many ops-budget units a block is allowed
+FAST_PATH_BLOCKS_PER_OP = 4
+
+
+def check_gemm_blocks(M: int, K: int, N: int, blocks: int) -> None:
+    """Refuse a GEMM whose fast path would walk more than ``4 x ops budget`` blocks (8 M by
+    default, a few seconds): a periodic giant stores little but still visits every block."""
+    budget = FAST_PATH_BLOCKS_PER_OP * ops_budget()
+    if blocks > budget:
+        raise BudgetError(
+            f"GEMM {_text(M)}x{_text(K)}x{_text(N)}: {short_number(blocks)} blocks (output "
+            f"tiles x K chunks) for the fast path, over its budget of {short_number(budget)} "
+            f"({FAST_PATH_BLOCKS_PER_OP} x {OPS_BUDGET_ENV}); make the GEMM smaller or raise "
+            f"{OPS_BUDGET_ENV}"
+        )
+
+
 def check_stored_records(records: int, what: str) -> None:
     """Refuse to hold ``records`` op-log records in memory (``what`` says where they come
     from: a fast path that found no period, or a compressed log being written out)."""

@@ -7,7 +7,7 @@ import pytest
 import sim.core
 import sim.limits
 from sim import BudgetError, load_topology, run_gemm
-from sim.limits import MEMORY_BUDGET_ENV, check_gemm
+from sim.limits import MEMORY_BUDGET_ENV, OPS_BUDGET_ENV, check_gemm
 
 TOPO = load_topology("npu-1h")
 
@@ -42,3 +42,14 @@ def test_a_fast_path_that_stores_too_much_is_stopped_while_it_runs(
     with pytest.raises(BudgetError, match="found no period"):
         run_gemm("1000x3000x700", "prefetch", TOPO)
     assert run_gemm("64x64x64", "double_buffer", TOPO).log.makespan_ps > 0
+
+
+def test_the_fast_path_is_refused_past_its_block_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """33333^3 stores little (periods) but walks 18 M blocks (5-9 s): refused up front naming
+    the variable; 16384^3's 2 M blocks are within the default budget (check only, no run)."""
+    with pytest.raises(BudgetError, match=rf"blocks.*{OPS_BUDGET_ENV}"):
+        run_gemm("33333x33333x33333", "load_ref", TOPO)
+    monkeypatch.setenv(OPS_BUDGET_ENV, "1000")  # 4000 blocks: 64 output tiles x 1 chunk fit
+    assert run_gemm("256x64x256", "load_ref", TOPO).log.makespan_ps > 0
+    with pytest.raises(BudgetError, match=OPS_BUDGET_ENV):
+        run_gemm("2048x64x2048", "load_ref", TOPO)  # 4096 blocks

@@ -47,7 +47,7 @@ from sim.core import (
 )
 from sim.errors import InputError
 from sim.hbm import align_up, transfer_channels
-from sim.limits import check_gemm, shape_dims, whole_number
+from sim.limits import check_gemm, check_gemm_blocks, shape_dims, whole_number
 from sim.oplog import OpLog, copies
 from sim.pe import tile_op_timing
 from sim.topology import Topology, ps_for_bytes
@@ -860,6 +860,8 @@ def run_gemm(
         shape = GemmShape(*shape_dims(shape, ShapeError))
     check_gemm(shape.M, shape.K, shape.N, topo, extrapolate=extrapolate)  # budgets, sim.limits
     program = GemmProgram(shape, variant, topo)
+    if extrapolate:  # one by one, the ops budget of check_gemm applies instead
+        check_gemm_blocks(shape.M, shape.K, shape.N, program.num_blocks)
     return GemmRun(program, simulate(program, extrapolate=extrapolate))
 
 

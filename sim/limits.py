@@ -232,7 +232,8 @@ def check_gemm(M: int, K: int, N: int, topo: object, *, extrapolate: bool = True
 
 
 #: the fast path's work grows with its blocks (an output tile, or a chunk of a deep one), not
-#: its records: about 0.3-0.5 us each; this many ops-budget units a block is allowed
+#: its records (about 0.3-0.5 us a block): the fast path may walk this many blocks per unit
+#: of the ops budget
 FAST_PATH_BLOCKS_PER_OP = 4
 
 

@@ -21,6 +21,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from sim.limits import check_stored_records
+
 __all__ = ["COLUMNS", "DTYPES", "OpLog", "OpRecord", "Repeat"]
 
 I64 = npt.NDArray[np.int64]
@@ -158,8 +160,6 @@ class OpLog:
         col = full.get(name)
         if col is None:
             if self.repeats and not full:
-                from sim.limits import check_stored_records
-
                 check_stored_records(len(self), "writing out a compressed op log's columns")
             src = self.stored[name]
             parts: list[npt.NDArray[Any]] = []

@@ -119,5 +119,5 @@ def systolic_vs_tile(results: dict[str, ConfigResult], topo: Topology, path: Pat
         f"{note}; on {topo.fingerprint} (systolic PE: {sys_topo.fingerprint})",
         fontsize=9,
     )
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.16, top=0.84, wspace=0.2)
     return save(fig, path, dpi=110)

@@ -7,6 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from pytest_npubench import ConfigResult
+from pytest_npubench.plotting import (
+    REUSED_ALPHA,
+    format_ns,
+    markers,
+    measured,
+    ns_tick_formatter,
+    provenance,
+    provenance_handles,
+    save,
+)
 from sim.kernels.tp_layer import MODES, LayerConfig, run_layer
 from sim.topology import Topology
 
@@ -29,17 +39,11 @@ def _grid(results: Mapping[str, ConfigResult]) -> Grid:
 
 
 def _note(grid: Grid, topo: Topology) -> str:
-    reused = sum(r.source == "baseline" for r in grid.values())
-    note = f"{len(grid)} configs on {topo.fingerprint}"
-    return note + (f"; {reused} regen-only configs drawn from baseline values" if reused else "")
+    return provenance(grid.values(), f" on {topo.fingerprint}")
 
 
 def _save(fig: Any, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi=110)
 
 
 def _tokens(grid: Grid, layer: str, hidden: int, tp: int) -> list[int]:
@@ -71,7 +75,8 @@ def _breakdown(grid: Grid, topo: Topology, path: Path) -> Path:
                 comp = r.metrics["compute_ns"] / base
                 exposed = r.metrics["exposed_comm_ns"] / base
                 pos = x + (m - 1) * 0.27
-                ax.bar(pos, comp, 0.25, color=MODE_COLORS[mode])
+                alpha = 1.0 if measured(r) else REUSED_ALPHA  # pale: reused, not re-run
+                ax.bar(pos, comp, 0.25, color=MODE_COLORS[mode], alpha=alpha)
                 ax.bar(
                     pos,
                     exposed,
@@ -80,8 +85,9 @@ def _breakdown(grid: Grid, topo: Topology, path: Path) -> Path:
                     color="white",
                     hatch="//",
                     edgecolor=MODE_COLORS[mode],
+                    alpha=alpha,
                 )
-            ax.text(x, 1.02, f"{base / 1000:.3g} us", ha="center", fontsize=7)
+            ax.text(x, 1.02, format_ns(base), ha="center", fontsize=7)
         ax.set_xticks(range(len(tokens)))
         ax.set_xticklabels([str(t) for t in tokens])
         ax.set_xlabel("tokens (batch x sequence)")
@@ -93,8 +99,11 @@ def _breakdown(grid: Grid, topo: Topology, path: Path) -> Path:
 
     handles = [Patch(color=MODE_COLORS[m], label=m) for m in MODES]
     handles.append(Patch(facecolor="white", hatch="//", edgecolor="gray", label="exposed comm"))
+    handles.append(Patch(color="gray", label="solid: measured in this run"))
+    handles.append(Patch(color="gray", alpha=REUSED_ALPHA, label="pale: reused from the baseline"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    # fixed margins: tight_layout measures every tick label, a third of drawing this figure
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.1, top=0.89, wspace=0.16, hspace=0.3)
     return _save(fig, path)
 
 
@@ -112,22 +121,19 @@ def _speedup(grid: Grid, topo: Topology, path: Path) -> Path:
         for layer, marker in (("mlp", "o"), ("attn", "s")):
             for hidden, style in ((8192, "-"), (4096, "--")):
                 for mode in ("gemm_ar", "ag_rs"):
-                    xs, ys = [], []
+                    xs, ys, rows = [], [], []
                     for t in _tokens(grid, layer, hidden, tp):
                         s = grid.get((layer, hidden, t, tp, FIG_TOPOLOGY, "serial"))
                         r = grid.get((layer, hidden, t, tp, FIG_TOPOLOGY, mode))
                         if s and r:
                             xs.append(t)
                             ys.append(s.metrics["latency_ns"] / r.metrics["latency_ns"])
+                            rows.append(r if measured(s) else s)  # measured if both ran
                     if xs:
-                        ax.plot(
-                            xs,
-                            ys,
-                            style,
-                            marker=marker,
-                            color=MODE_COLORS[mode],
-                            label=f"{layer} {mode}" if hidden == 8192 else None,
-                        )
+                        color = MODE_COLORS[mode]
+                        label = f"{layer} {mode}" if hidden == 8192 else None
+                        ax.plot(xs, ys, style, color=color, label=label)
+                        markers(ax, xs, ys, rows, color, marker=marker)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("tokens")
@@ -135,8 +141,9 @@ def _speedup(grid: Grid, topo: Topology, path: Path) -> Path:
         ax.set_title(f"TP {tp}")
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
-    fig.tight_layout()
+            handles = ax.get_legend_handles_labels()[0] + provenance_handles()
+            ax.legend(handles=handles, fontsize=7, loc="upper right")
+    fig.subplots_adjust(left=0.05, right=0.99, bottom=0.12, top=0.8, wspace=0.18)
     return _save(fig, path)
 
 
@@ -153,24 +160,23 @@ def _scaling(grid: Grid, topo: Topology, path: Path) -> Path:
     for ax, layer in zip(axes.flat, ("mlp", "attn"), strict=True):
         for mode in MODES:
             pts = sorted(
-                (k[3], r.metrics)
-                for k, r in grid.items()
-                if k[:3] == (layer, hidden, tokens) and k[4] == FIG_TOPOLOGY and k[5] == mode
+                (
+                    (k[3], r.metrics, r)
+                    for k, r in grid.items()
+                    if k[:3] == (layer, hidden, tokens) and k[4] == FIG_TOPOLOGY and k[5] == mode
+                ),
+                key=lambda point: point[0],
             )
             if not pts:
                 continue
-            xs = [p for p, _ in pts]
-            ax.plot(
-                xs,
-                [m["latency_ns"] / 1000 for _, m in pts],
-                marker="o",
-                color=MODE_COLORS[mode],
-                label=mode,
-            )
+            xs = [p for p, _, _ in pts]
+            ys = [m["latency_ns"] for _, m, _ in pts]
+            ax.plot(xs, ys, color=MODE_COLORS[mode], label=mode)
+            markers(ax, xs, ys, [r for _, _, r in pts], MODE_COLORS[mode])
             if mode == "serial":
                 ax.plot(
                     xs,
-                    [m["compute_ns"] / 1000 for _, m in pts],
+                    [m["compute_ns"] for _, m, _ in pts],
                     ":",
                     color="gray",
                     label="compute alone",
@@ -180,12 +186,15 @@ def _scaling(grid: Grid, topo: Topology, path: Path) -> Path:
         ax.set_xticks([2, 4, 8])
         ax.set_xticklabels(["2", "4", "8"])
         ax.set_xlabel("TP degree (chips)")
-        ax.set_ylabel("latency (us, log)")
+        ax.set_ylabel("latency (log scale)")
+        ax.yaxis.set_major_formatter(ns_tick_formatter())
+        ax.yaxis.set_minor_formatter(ns_tick_formatter())
         ax.set_title(layer)
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
-    fig.tight_layout()
+            handles = ax.get_legend_handles_labels()[0] + provenance_handles()
+            ax.legend(handles=handles, fontsize=8)
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.12, top=0.8, wspace=0.2)
     return _save(fig, path)
 
 
@@ -238,22 +247,23 @@ def _timeline(
         ax.set_yticklabels([f"chip {c}: {e}" for c, e in order], fontsize=7)
         ax.invert_yaxis()
         ax.set_title(
-            f"{mode}: latency {run.latency_ps / 1e6:.1f} us (compute alone "
+            f"{mode}: latency {run.latency_ps / 1e6:.1f} µs (compute alone "
             f"{run.compute_log.makespan_ps / 1e6:.1f}, communication alone "
-            f"{run.comm_log.makespan_ps / 1e6:.1f})",
+            f"{run.comm_log.makespan_ps / 1e6:.1f} µs)",
             fontsize=10,
         )
         ax.grid(axis="x", alpha=0.3)
-    axes[-1].set_xlabel("time (us)")
+    axes[-1].set_xlabel("time (µs)")
     from matplotlib.patches import Patch
 
     fig.legend(
         handles=[Patch(color=c, label=s) for s, c in colors.items()],
         loc="lower center",
+        bbox_to_anchor=(0.5, 0.0),
         ncol=len(colors),
         fontsize=9,
     )
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.subplots_adjust(left=0.1, right=0.99, bottom=0.1, top=0.92, hspace=0.2)
     del topo
     return _save(fig, path)
 

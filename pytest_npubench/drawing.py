@@ -2,10 +2,11 @@
 
 The controller of an xdist run gathers every result and then draws each bench's figures; drawn
 one bench after another they were most of a run's wall time (issue 14). Under ``-n N`` up to
-``N - 1`` benches are handed to child processes (``python -m pytest_npubench.drawing``),
-started with the session so that their imports overlap the run; at the end each is sent its
-bench's results and draws while the controller writes baselines and draws the remaining
-benches itself, so the benches' figures are drawn at the same time.
+``N`` benches, all but the last, are handed to child processes (``python -m
+pytest_npubench.drawing``), started with the session so that their imports overlap the run.
+Each child is sent its bench's results as soon as the last of them has reported, so it draws
+while the workers still run the later benches; the controller draws the last bench itself at
+the end (it finishes last, and is drawn without a hand-over).
 
 A child is a new interpreter (not a fork: the xdist controller runs execnet threads, and a
 forked copy of them is unsafe). It imports the bench module from the same file, rebuilds the
@@ -40,6 +41,8 @@ class FigureJob:
     bench: str
     process: subprocess.Popen[str]
     job_file: Path | None = None
+    #: the results it was sent (None until :meth:`send`)
+    sent: dict[str, ConfigResult] | None = None
 
     def send(self, results: Mapping[str, ConfigResult], outdir: Path, root: Path) -> None:
         """Hand over the results; the child draws into ``outdir`` (paths relative to root).
@@ -56,6 +59,7 @@ class FigureJob:
             json.dump(job, handle)
         self.job_file = Path(handle.name)
         self._close_stdin(handle.name)
+        self.sent = dict(results)
 
     def cancel(self) -> None:
         """Not needed after all: the child exits on an empty job (killed if it does not)."""
@@ -65,6 +69,14 @@ class FigureJob:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.communicate()
+        if self.job_file is not None:
+            self.job_file.unlink(missing_ok=True)
+
+    def kill(self) -> None:
+        """Stop the child now, whatever it is doing (its results went stale)."""
+        self._close_stdin("")
+        self.process.kill()
+        self.process.communicate()
         if self.job_file is not None:
             self.job_file.unlink(missing_ok=True)
 

@@ -336,6 +336,7 @@ class NpubenchSession:
                 self.config.hook.pytest_npubench_result(
                     config=self.config, bench=bench, result=result
                 )
+                self._send_when_complete(bench)
 
     def ordered_results(self, bench: Bench) -> dict[str, ConfigResult]:
         """A bench's results in sweep order (xdist delivers them in completion order)."""
@@ -527,17 +528,21 @@ class NpubenchSession:
         return max(1, len(getattr(self.config.option, "tx", None) or ()))
 
     def _start_figure_jobs(self) -> None:
-        """Under xdist, start child processes for all but the last benches (up to workers - 1
-        of them) that will draw their figures beside this one (pytest_npubench.drawing; ADR
-        0013); started now, they import while the workers run. Only benches whose figures
-        are their own ``figures=`` function, found by discovery: a plugin's
-        ``pytest_npubench_figures`` hook runs here, in this process."""
+        """Under xdist, start child processes (up to one per worker) for all but the last
+        bench, to draw their figures beside the run (pytest_npubench.drawing; ADR 0013).
+        Started now, they import while the workers run; each is sent its bench's results as
+        soon as the last of them arrives, so a bench's figures are drawn while the workers
+        still run the later benches, and the last bench is drawn here at the end. Only
+        benches whose figures are their own ``figures=`` function, found by discovery: a
+        plugin's ``pytest_npubench_figures`` hook runs here, in this process."""
         if self.is_worker or self.shard is not None:
             return
         if len(self.config.hook.pytest_npubench_figures.get_hookimpls()) > 1:
             return
         drawable = [b for b in self.benches if b.figures is not None and b in self.sources]
-        children = min(len(drawable) - 1, self._parallel_figures() - 1)
+        if self._parallel_figures() < 2:
+            return
+        children = min(len(drawable) - 1, self._parallel_figures())
         for bench in drawable[: max(0, children)]:
             try:
                 job = start_figures(self.sources[bench], self.config.rootpath, bench.name)
@@ -545,15 +550,32 @@ class NpubenchSession:
                 continue  # drawn here instead
             self._figure_jobs[bench.name] = job
 
+    def _send_when_complete(self, bench: Bench) -> None:
+        """Send a child its bench's results once every config of the bench has reported
+        (under ``-k`` or a node-id selection that never happens: sent at the end)."""
+        job = self._figure_jobs.get(bench.name)
+        if job is None or job.sent is not None:
+            return
+        if len(self.results.get(bench.name, ())) == len(bench.configs):
+            self._send_figures(bench, job)
+
+    def _send_figures(self, bench: Bench, job: FigureJob) -> None:
+        inputs = artifacts.figure_inputs(self.ordered_results(bench))
+        if inputs:
+            job.send(inputs, self.artifacts_dir / bench.name, self.artifacts_dir)
+        else:
+            job.cancel()
+            del self._figure_jobs[bench.name]
+
     def _send_figure_jobs(self) -> None:
-        """Send each child its bench's results; one with none to draw is let go."""
+        """Send the children not sent yet their results; a child that was sent results that
+        changed since (a re-reported config) is stopped, and its bench drawn here."""
         for name, job in list(self._figure_jobs.items()):
             bench = next(b for b in self.benches if b.name == name)
-            inputs = artifacts.figure_inputs(self.ordered_results(bench))
-            if inputs:
-                job.send(inputs, self.artifacts_dir / name, self.artifacts_dir)
-            else:
-                job.cancel()
+            if job.sent is None:
+                self._send_figures(bench, job)
+            elif job.sent != artifacts.figure_inputs(self.ordered_results(bench)):
+                job.kill()
                 del self._figure_jobs[name]
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:

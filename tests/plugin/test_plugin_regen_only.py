@@ -53,3 +53,23 @@ def test_regen_runs_regen_only_configs(project: Project) -> None:
     project.run("--npubench", "toy", "--regen-baselines", "-m", "regen").assert_outcomes(passed=1)
     assert project.baseline()["configs"]["32-slow"]["metrics"]["latency_ns"] == 128.0
     assert project.baseline()["configs"]["32-fast"]["metrics"]["latency_ns"] == 32.0
+
+
+def test_reused_config_carries_no_measurement_properties(project: Project) -> None:
+    """In --junitxml a reused (skipped) config has its result payload but no per-metric
+    ``npubench.<metric>`` properties: those are this run's measurements, and it was not run."""
+    import xml.etree.ElementTree as ET
+
+    project.bench(regen_only=True)
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    project.run("--npubench", "toy", "--junitxml=junit.xml", xdist=True).assert_outcomes(
+        passed=3, skipped=1
+    )
+    cases = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+        for case in ET.parse(project.path / "junit.xml").iter("testcase")
+    }
+    reused, measured = cases["toy[32-slow]"], cases["toy[32-fast]"]
+    assert '"verdict": "reused-baseline"' in reused["npubench"]
+    assert not [name for name in reused if name.startswith("npubench.")]
+    assert measured["npubench.latency_ns"] == "32.0"

@@ -117,3 +117,69 @@ def test_a_run_with_nothing_to_draw_lets_the_figure_child_go(project: Project) -
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED, output(result)
     assert "ERROR" not in output(result) and "ResourceWarning" not in output(result)
     assert not (project.path / "npubench-artifacts" / "alpha").exists()
+
+
+EARLY_ALPHA = """
+from pytest_npubench import Bench, Metric, Result
+
+
+def figures(results, outdir):
+    (outdir / "drawn.txt").write_text("yes")
+    return [outdir / "drawn.txt"]
+
+
+BENCH = Bench(
+    name="alpha",
+    sweep={"size": [16, 32]},
+    run=lambda p: Result(metrics={"latency_ns": float(p["size"])}),
+    metrics={"latency_ns": Metric(unit="ns", direction="lower")},
+    fingerprint=lambda: "toy-hw:1",
+    figures=figures,
+)
+"""
+
+EARLY_BETA = """
+import os
+import time
+from pathlib import Path
+
+from pytest_npubench import Bench, Metric, Result
+
+DRAWN = Path(__file__).parents[1] / "npubench-artifacts" / "alpha" / "drawn.txt"
+
+
+def run(p):
+    if p["size"] == 32 and os.environ.get("TOY_WAIT_FOR_ALPHA"):
+        # beta's last config: wait (bounded) to see alpha's figures drawn
+        deadline = time.monotonic() + 30
+        while not DRAWN.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        Path(__file__).with_name("seen.txt").write_text(str(DRAWN.exists()))
+    return Result(metrics={"latency_ns": float(p["size"])})
+
+
+BENCH = Bench(
+    name="beta",
+    sweep={"size": [16, 32]},
+    run=run,
+    metrics={"latency_ns": Metric(unit="ns", direction="lower")},
+    fingerprint=lambda: "toy-hw:1",
+    figures=lambda results, outdir: [],
+)
+"""
+
+
+def test_a_bench_is_drawn_as_soon_as_its_last_config_reports(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under -n 2 the first bench's figures are drawn while the workers still run the next
+    bench (its results are all in), not after the session: beta's last config sees alpha's
+    figure file appear before it finishes."""
+    project.write("benches/alpha.py", EARLY_ALPHA)
+    project.write("benches/beta.py", EARLY_BETA)
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    (project.path / "npubench-artifacts" / "alpha" / "drawn.txt").unlink()
+    monkeypatch.setenv("TOY_WAIT_FOR_ALPHA", "1")
+    project.run("--npubench", "all", xdist=True).assert_outcomes(passed=4)
+    assert project.read("benches/seen.txt") == "True"
+    assert project.results()["benches"]["alpha"]["figures"] == ["alpha/drawn.txt"]

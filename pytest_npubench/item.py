@@ -95,6 +95,9 @@ class BenchItem(pytest.Item):
             if not self.npubench.regen:
                 self._skip_reusing_baseline()
 
+    #: "reused-baseline" for a regen-only config that reuses its baseline entry in this run
+    reuse: str = ""
+
     def _skip_reusing_baseline(self) -> None:
         baseline = self.npubench.baseline_metrics(self.bench, self.bench_config.config_id)
         if baseline is None:
@@ -110,6 +113,7 @@ class BenchItem(pytest.Item):
         result = self._result(metrics=baseline or {}, verdict=verdict, source="baseline")
         self.user_properties.append(("npubench", result.to_payload()))
         self.add_marker(pytest.mark.skip(reason=reason))
+        self.reuse = verdict
 
     @property
     def ihook(self) -> Any:
@@ -260,4 +264,59 @@ class BenchItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         """Where the bench is defined, for the terminal and junitxml."""
+        return self.path, 0, self.name
+
+
+class ReusedConfigs(pytest.Item):
+    """The regen-only configs of one bench that a run reuses from the baseline, as one
+    skipped item (ADR 0013): it carries every one's result payload, so the controller gets
+    them in one report instead of one skipped item per config (each a round trip through
+    xdist's channel; ~1,400 of them cost several CPU seconds). Made after selection, from
+    the items that ``-k``, ``-m`` and sharding left, so it holds exactly those configs."""
+
+    def __init__(self, *, folded: list[BenchItem], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.folded = folded
+        for item in folded:
+            self.user_properties.extend(item.user_properties)
+        self.add_marker("npubench")
+        self.add_marker("regen")
+        reason = (
+            f"regen-only: {len(folded)} configs reuse their baseline entries "
+            f"(not re-run; {regen_command(folded[0].bench.name)} -m regen measures them)"
+        )
+        self.add_marker(pytest.mark.skip(reason=reason))
+
+    @classmethod
+    def fold(cls, items: list[pytest.Item]) -> list[pytest.Item]:
+        """``items`` with each bench's reused configs (two or more) replaced by one
+        :class:`ReusedConfigs` at the place of the first of them."""
+        groups: dict[str, list[BenchItem]] = {}
+        for item in items:
+            if isinstance(item, BenchItem) and item.reuse == "reused-baseline":
+                groups.setdefault(item.bench.name, []).append(item)
+        folded = {id(i) for group in groups.values() if len(group) > 1 for i in group}
+        out: list[pytest.Item] = []
+        for item in items:
+            if id(item) not in folded:
+                out.append(item)
+                continue
+            assert isinstance(item, BenchItem)
+            group = groups[item.bench.name]
+            if item is group[0]:
+                name = f"{item.bench.name}[{len(group)} reused]"
+                assert item.parent is not None
+                out.append(cls.from_parent(item.parent, name=name, folded=group))
+        return out
+
+    @property
+    def ihook(self) -> Any:
+        """As :attr:`BenchCollector.ihook`."""
+        return self.config.hook
+
+    def runtest(self) -> None:
+        """Never called: the item is skipped at setup."""
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Where the bench is defined."""
         return self.path, 0, self.name

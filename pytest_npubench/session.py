@@ -31,7 +31,13 @@ from pytest_npubench.compare import Comparison, ConfigResult, compare_metric
 from pytest_npubench.discover import BenchImportError, discover
 from pytest_npubench.drawing import FigureError, FigureJob
 from pytest_npubench.drawing import start as start_figures
-from pytest_npubench.item import PROBLEM_KEY, BenchCollector, BenchItem, bench_traceback
+from pytest_npubench.item import (
+    PROBLEM_KEY,
+    BenchCollector,
+    BenchItem,
+    ReusedConfigs,
+    bench_traceback,
+)
 from pytest_npubench.report import (
     bench_line,
     bench_table,
@@ -225,6 +231,16 @@ class NpubenchSession:
         if others:
             config.hook.pytest_deselected(items=others)
         items[:] = bench_items
+
+    @pytest.hookimpl(wrapper=True, specname="pytest_collection_modifyitems")
+    def pytest_collection_modifyitems_fold(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> Any:
+        """After every selection (-k, -m, shards): each bench's reused configs become one
+        skipped item (:class:`~pytest_npubench.item.ReusedConfigs`)."""
+        outcome = yield
+        items[:] = ReusedConfigs.fold(items)
+        return outcome
 
     def _collector(self, session: pytest.Session, bench: Bench) -> BenchCollector:
         source = self.source(bench)

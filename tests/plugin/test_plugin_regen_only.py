@@ -73,3 +73,37 @@ def test_reused_config_carries_no_measurement_properties(project: Project) -> No
     assert '"verdict": "reused-baseline"' in reused["npubench"]
     assert not [name for name in reused if name.startswith("npubench.")]
     assert measured["npubench.latency_ns"] == "32.0"
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["-n0", "-n2"])
+def test_a_benchs_reused_configs_are_one_skipped_item(project: Project, xdist: bool) -> None:
+    """Two reused configs of a bench travel as one skipped item (not one per config, each a
+    round trip through xdist) that still hands every reused result to results.json and the
+    figures; a selection that leaves one reused config keeps it as its own item."""
+    from toyproject import TOY
+
+    extra = '    regen_only=lambda p: p["variant"] == "slow",\n    figures=figures,'
+    project.write("benches/toy.py", TOY.format(name="toy", extra=extra))
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+
+    result = project.run("--npubench", "toy", "-rs", xdist=xdist)
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED [[]1[]] benches/toy.py: regen-only: 2 configs reuse their baseline entries*"]
+    )
+    configs = project.results()["benches"]["toy"]["configs"]
+    verdicts = {cid: (c["verdict"], c["source"]) for cid, c in configs.items()}
+    assert verdicts == {
+        "16-fast": ("pass", "run"),
+        "16-slow": ("reused-baseline", "baseline"),
+        "32-fast": ("pass", "run"),
+        "32-slow": ("reused-baseline", "baseline"),
+    }
+    seen = json.loads(project.read("npubench-artifacts/toy/seen.json"))
+    assert seen["16-slow"]["source"] == seen["32-slow"]["source"] == "baseline"
+    assert (seen["16-slow"]["latency"], seen["32-slow"]["latency"]) == (32.0, 64.0)
+
+    one = project.run("--npubench", "toy", "-rs", "-k", "16", xdist=xdist)
+    one.assert_outcomes(passed=1, skipped=1)
+    one.stdout.fnmatch_lines(["SKIPPED [[]1[]] benches/toy.py: regen-only: reusing baseline"])
+    assert sorted(project.results()["benches"]["toy"]["configs"]) == ["16-fast", "16-slow"]

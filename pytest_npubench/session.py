@@ -90,6 +90,7 @@ class NpubenchSession:
         self._whatif: dict[str, list[str]] = {}
         self.not_accepted: set[str] = set()  # benches whose regen could not write
         self._figure_jobs: dict[str, FigureJob] = {}  # benches drawn by a child process
+        self._warmed = False  # matplotlib imported ahead of drawing (xdist controller)
 
     # -- paths ------------------------------------------------------------------------------
 
@@ -342,6 +343,7 @@ class NpubenchSession:
         """Rebuild each config's result from its report and hand it to the observers."""
         if self.is_worker or not (report.when == "call" or report.skipped):
             return
+        self._warm_up_drawing()
         for key, payload in report.user_properties:
             if key == PROBLEM_KEY and isinstance(payload, str):
                 self._problem(payload)
@@ -565,6 +567,17 @@ class NpubenchSession:
             except OSError:
                 continue  # drawn here instead
             self._figure_jobs[bench.name] = job
+
+    def _warm_up_drawing(self) -> None:
+        """Under xdist, import matplotlib while the workers run (once, at the first report),
+        if this process will draw a bench at the end: otherwise the import (about 0.8 s)
+        would come after the last result, when nothing else runs beside it."""
+        if self._warmed or self._parallel_figures() < 2 or self.shard is not None:
+            return
+        self._warmed = True
+        if any(b.figures is not None and b.name not in self._figure_jobs for b in self.benches):
+            with artifacts.reproducible_matplotlib():
+                import matplotlib.pyplot  # noqa: F401
 
     def _send_when_complete(self, bench: Bench) -> None:
         """Send a child its bench's results once every config of the bench has reported

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -132,39 +133,39 @@ class TilePlan:
     def of(cls, shape: GemmShape, topo: Topology) -> TilePlan:
         return cls(shape, topo.pe.tile_m, topo.pe.tile_k, topo.pe.tile_n, topo.bpe)
 
-    @property
+    @cached_property
     def Mt(self) -> int:
         return -(-self.shape.M // self.m)
 
-    @property
+    @cached_property
     def Kt(self) -> int:
         return -(-self.shape.K // self.k)
 
-    @property
+    @cached_property
     def Nt(self) -> int:
         return -(-self.shape.N // self.n)
 
-    @property
+    @cached_property
     def tile_ops(self) -> int:
         return self.Mt * self.Nt * self.Kt
 
-    @property
+    @cached_property
     def out_tiles(self) -> int:
         return self.Mt * self.Nt
 
-    @property
+    @cached_property
     def a_bytes(self) -> int:
         return self.m * self.k * self.bpe
 
-    @property
+    @cached_property
     def b_bytes(self) -> int:
         return self.k * self.n * self.bpe
 
-    @property
+    @cached_property
     def c_bytes(self) -> int:
         return self.m * self.n * self.bpe
 
-    @property
+    @cached_property
     def padded_macs(self) -> int:
         return self.tile_ops * self.m * self.k * self.n
 
@@ -282,6 +283,8 @@ class GemmProgram:
                 "Use a smaller K, another variant, or a larger SRAM."
             )
         self.nbuf = self.buffers.a if self.mode in STREAMING else 0
+        self._streamed = self.N - self.nbuf  # tile-ops whose position issues two loads
+        self._pro = self._prologue()
         # SRAM layout: A buffers, B buffers, C buffers
         bu = self.buffers
         self.sa = 0
@@ -440,8 +443,12 @@ class GemmProgram:
 
     def _pos(self, t: int) -> int:
         """Id of position t's first op (its fetch); t == N gives the tail's first op."""
-        per = 2 * t
-        return self._prologue() + per + self._loads_before(t) + self._couts_before(t)
+        couts = (t - self.cout_delay) // self.Kt  # _couts_before(t), inline (the hot path)
+        couts = 0 if couts < 0 else self.out_tiles if couts > self.out_tiles else couts
+        if self.nbuf:  # streaming: _loads_before(t) = 2 max(0, min(t, N - nbuf))
+            loads = t if t < self._streamed else self._streamed
+            return self._pro + 2 * t + (2 * loads if loads > 0 else 0) + couts
+        return self._pro + 2 * t + self._loads_before(t) + couts
 
     def _a_point(self, t: int) -> bool:
         """Position t (last fetch of a row) emits the A panel of row r + buffers.a."""
@@ -599,16 +606,18 @@ class GemmProgram:
             acc.append(Access(COPY, ((HBM, src, nbytes),), ((SRAM, dst, nbytes),)))
 
     def _load_tile(self, ops: list[Op], acc: list[Access] | None, i: int, freed_by: int) -> None:
-        p = self.plan
-        b, ki = divmod(i, self.Kt)
+        p, kt = self.plan, self.Kt
+        b, ki = divmod(i, kt)
         mi, ni = divmod(b, self.Nt)
         deps = self.load_deps(i, freed_by)
-        a, bb = self.a_addr(mi, ki), self.b_addr(ki, ni)
-        ops.append(self._dma(A_ENG, deps, DMA_IN, a, p.a_bytes, i))
-        ops.append(self._dma(B_ENG, deps, DMA_IN, bb, p.b_bytes, i))
+        a_bytes, b_bytes = p.a_bytes, p.b_bytes
+        a = self.a_base + (mi * kt + ki) * a_bytes  # a_addr(mi, ki), b_addr(ki, ni) inline
+        bb = self.b_base + (ni * kt + ki) * b_bytes
+        ops.append(self._dma(A_ENG, deps, DMA_IN, a, a_bytes, i))
+        ops.append(self._dma(B_ENG, deps, DMA_IN, bb, b_bytes, i))
         if acc is not None:
-            self._copy(acc, a, self.sram_a(i), p.a_bytes)
-            self._copy(acc, bb, self.sram_b(i), p.b_bytes)
+            self._copy(acc, a, self.sram_a(i), a_bytes)
+            self._copy(acc, bb, self.sram_b(i), b_bytes)
 
     def _load_a_panel(self, ops: list[Op], acc: list[Access] | None, r: int) -> None:
         q = r - self.buffers.a  # the row that last used this panel buffer
@@ -768,41 +777,44 @@ class GemmProgram:
         """:meth:`block_sig` of many blocks at once, one row each (the same components, as
         integers), so the fast path can find how far a period repeats without a Python
         call per block."""
-        j, c = np.divmod(b, self.chunks)
-        p0 = j * self.Kt + c * self.chunk
-        p1 = np.minimum(p0 + self.chunk, (j + 1) * self.Kt)
+        if self.chunks == 1:  # one block per output tile: no chunk components to compute
+            j, c, p0 = b, np.zeros_like(b), b * self.Kt
+        else:
+            j, c = np.divmod(b, self.chunks)
+            p0 = j * self.Kt + c * self.chunk
         mi, ni = np.divmod(j, self.Nt)
-        ki0 = p0 - j * self.Kt
         s, kt, pl = self.stripe, self.Kt, self.plan
-        a_mod = (self.a_base + (mi * kt + ki0) * pl.a_bytes) % s
-        b_mod = (self.b_base + (ni * kt + ki0) * pl.b_bytes) % s
-        cols = [
-            np.minimum(j, self.cap_start),
-            np.minimum(self.out_tiles - 1 - j, self.cap_end),
-            np.minimum(c, 2),
-            np.minimum(self.chunks - 1 - c, 2),
-            p1 - p0,
-            a_mod,
-            b_mod,
-            (self.c_base + j * pl.c_bytes) % s,
-        ]
+        extra = 5 if self.mode == "panel" else 2 if self.mode in STREAMING else 0
+        out = np.empty((len(b), 8 + extra), np.int64)
+        np.minimum(j, self.cap_start, out=out[:, 0])
+        np.minimum(self.out_tiles - 1 - j, self.cap_end, out=out[:, 1])
+        if self.chunks == 1:
+            out[:, 2] = 0
+            out[:, 3] = 0
+            out[:, 4] = kt
+            ki0 = c
+        else:
+            np.minimum(c, 2, out=out[:, 2])
+            np.minimum(self.chunks - 1 - c, 2, out=out[:, 3])
+            out[:, 4] = np.minimum(p0 + self.chunk, (j + 1) * kt) - p0
+            ki0 = p0 - j * kt
+        out[:, 5] = (self.a_base + (mi * kt + ki0) * pl.a_bytes) % s
+        out[:, 6] = (self.b_base + (ni * kt + ki0) * pl.b_bytes) % s
+        out[:, 7] = (self.c_base + j * pl.c_bytes) % s
         if self.mode == "panel":
             ahead = (j + self.buffers.b) % self.Nt
             row = np.minimum(self.Mt - 1, mi + self.buffers.a)
-            cols += [
-                np.minimum(ni, self.cap_row),
-                (ni == self.Nt - 1).astype(np.int64),
-                np.minimum(self.Mt - 1 - mi, self.buffers.a + 1),
-                (self.b_base + ahead * kt * pl.b_bytes) % s,
-                (self.a_base + row * kt * pl.a_bytes) % s,
-            ]
+            np.minimum(ni, self.cap_row, out=out[:, 8])
+            out[:, 9] = ni == self.Nt - 1
+            np.minimum(self.Mt - 1 - mi, self.buffers.a + 1, out=out[:, 10])
+            out[:, 11] = (self.b_base + ahead * kt * pl.b_bytes) % s
+            out[:, 12] = (self.a_base + row * kt * pl.a_bytes) % s
         elif self.mode in STREAMING:
             ahead = j + -(-self.nbuf // self.Kt)
-            cols += [
-                (self.a_base + (ahead // self.Nt) * kt * pl.a_bytes) % s,
-                (self.b_base + (ahead % self.Nt) * kt * pl.b_bytes) % s,
-            ]
-        return np.stack(cols, axis=1).astype(np.int64)
+            ahead_mi, ahead_ni = np.divmod(ahead, self.Nt)
+            out[:, 8] = (self.a_base + ahead_mi * kt * pl.a_bytes) % s
+            out[:, 9] = (self.b_base + ahead_ni * kt * pl.b_bytes) % s
+        return out
 
     def block_sig(self, b: int) -> Hashable:
         j, p0, p1 = self.span(b)

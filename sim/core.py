@@ -259,13 +259,17 @@ def _canonical(
     equivalent to it. A pending end time matters only above the free time of the
     resources its consumers use.
     """
-    ref = min(free[r] for r in floor)
+    ref = min([free[r] for r in floor])
     bound: dict[int, int] = {}
-    for op_id, consumers in live.items():
+    lows: dict[tuple[int, ...], int] = {}  # consumers -> their least free time
+    for consumers in set(live.values()):
+        lows[consumers] = min([free[r] for r in consumers])
         for r in consumers:
             if r not in floor:
-                e = ends[op_id]
-                bound[r] = e if e < bound.get(r, ref) else bound.get(r, ref)
+                for op_id, cons in live.items():
+                    if r in cons:
+                        e = ends[op_id]
+                        bound[r] = e if e < bound.get(r, ref) else bound.get(r, ref)
     lo = min(bound.values(), default=ref)
     lo = lo if lo < ref else ref
     state = []
@@ -275,7 +279,7 @@ def _canonical(
         state.append((f if f > b else b) - ref)
     state += [(c if c > lo else lo) - ref for c in ch]
     for op_id in sorted(live):
-        low = min(free[r] for r in live[op_id])
+        low = lows[live[op_id]]
         e = ends[op_id]
         state.append((e if e > low else low) - ref)
     return ref, tuple(state)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -224,10 +225,9 @@ class _Writer:
             raise SimulationError(
                 f"the program declared {self.total} operations but emitted {self.logical}"
             )
-        cols: dict[str, np.ndarray] = {
-            name: np.concatenate(
-                [np.array(chunk[c], DTYPES[name]) for chunk in self.chunks]
-                or [np.zeros(0, DTYPES[name])]
+        cols: dict[str, np.ndarray] = {  # one pass over each column's chunks
+            name: np.fromiter(
+                chain.from_iterable(chunk[c] for chunk in self.chunks), DTYPES[name], self.pos
             )
             for c, name in enumerate(_WRITTEN)
         }

@@ -570,7 +570,9 @@ class GemmProgram:
         chans = self._chans.get(key)
         if chans is None:
             chans = self._chans[key] = transfer_channels(self.topo.hbm, addr, nbytes)
-        return Op(DMA, eng, deps, stage, nbytes, 0, tile, self.setup, self.lat, chans)
+        return tuple.__new__(
+            Op, (DMA, eng, deps, stage, nbytes, 0, tile, self.setup, self.lat, chans)
+        )
 
     def load_deps(self, i: int, freed_by: int) -> tuple[int, ...]:
         """A streamed load of tile-op i waits for its buffer: the fetch ``freed_by`` (of
@@ -673,40 +675,44 @@ class GemmProgram:
         k0 = j_out * Kt
         loads_here: dict[int, int] = {}  # tile-op -> id of its A load, emitted in this block
         gemms_here: list[int] = []
+        # the hot loop: attributes read once, ops built as plain tuples of the Op type
+        streaming, panel = mode in STREAMING, mode == "panel"
+        slots, nbuf, n_ops, delay = self.slots, self.nbuf, self.N, self.cout_delay
+        fetch_res, fetch_ps, pe_res = self.fetch_res, self.fetch_ps, self.pe_res
+        macs, issue, retire = self.tile_macs, self.T, self.retire
+        append, new = ops.append, tuple.__new__
         for t in range(i0, i1):
             ki = t - k0
-            if mode in STREAMING:
+            if streaming:
                 at = loads_here.get(t)
                 src = (at, at + 1) if at is not None else self.load_ids(t)
-            j = t - self.slots
+            j = t - slots
             fid = base + len(ops)
             if j >= i0:
                 slot: tuple[int, ...] = (gemms_here[j - i0],)
             else:
                 slot = (self.gemm_id(j),) if j >= 0 else ()
-            ops.append(
-                Op(SERVE, self.fetch_res, src + slot, FETCH, fetch_bytes, 0, t, self.fetch_ps, 0)
+            append(
+                new(Op, (SERVE, fetch_res, src + slot, FETCH, fetch_bytes, 0, t, fetch_ps, 0, ()))
             )
             gdeps = (fid, *c_dep) if ki == 0 else (fid,)
-            ops.append(
-                Op(PIPE, self.pe_res, gdeps, GEMM, 0, self.tile_macs, t, self.T, self.retire)
-            )
+            append(new(Op, (PIPE, pe_res, gdeps, GEMM, 0, macs, t, issue, retire, ())))
             gemms_here.append(fid + 1)
             if acc is not None:
-                pe = (PE, (t % self.slots) * fetch_bytes, fetch_bytes)
+                pe = (PE, (t % slots) * fetch_bytes, fetch_bytes)
                 reads = ((SRAM, self.sram_a(t), p.a_bytes), (SRAM, self.sram_b(t), p.b_bytes))
                 acc.append(Access(FETCH_COPY, reads, (pe,)))
                 acc.append(Access(MAC, (pe, c_range) if ki else (pe,), (c_range,), chain=j_out))
-            if mode in STREAMING:
-                if t + self.nbuf < self.N:
-                    loads_here[t + self.nbuf] = base + len(ops)
-                    self._load_tile(ops, acc, t + self.nbuf, fid)
-            elif mode == "panel":
+            if streaming:
+                if t + nbuf < n_ops:
+                    loads_here[t + nbuf] = base + len(ops)
+                    self._load_tile(ops, acc, t + nbuf, fid)
+            elif panel:
                 if self._a_point(t):
                     self._load_a_panel(ops, acc, (t + 1) // self.RK - 1 + bu.a)
                 if self._b_point(t):
                     self._load_b_panel(ops, acc, (t + 1) // Kt - 1 + bu.b)
-            jc = t - self.cout_delay + 1
+            jc = t - delay + 1
             if jc > 0 and jc % Kt == 0:
                 self._dma_out(ops, acc, jc // Kt - 1)
         if b == self.num_blocks - 1:

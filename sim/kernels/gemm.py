@@ -285,6 +285,10 @@ class GemmProgram:
         self.nbuf = self.buffers.a if self.mode in STREAMING else 0
         self._streamed = self.N - self.nbuf  # tile-ops whose position issues two loads
         self._pro = self._prologue()
+        self._panel = self.mode == "panel"
+        # panel loads after the prologue: one per row / output tile but the first buffers' worth
+        self._a_loads = max(0, self.Mt - self.buffers.a)
+        self._b_loads = max(0, self.out_tiles - self.buffers.b)
         # SRAM layout: A buffers, B buffers, C buffers
         bu = self.buffers
         self.sa = 0
@@ -448,6 +452,11 @@ class GemmProgram:
         if self.nbuf:  # streaming: _loads_before(t) = 2 max(0, min(t, N - nbuf))
             loads = t if t < self._streamed else self._streamed
             return self._pro + 2 * t + (2 * loads if loads > 0 else 0) + couts
+        if self._panel:  # _loads_before(t), inline: A row panels and B column panels issued
+            rows, cols = t // self.RK, t // self.Kt
+            rows = 0 if rows < 0 else rows if rows < self._a_loads else self._a_loads
+            cols = 0 if cols < 0 else cols if cols < self._b_loads else self._b_loads
+            return self._pro + 2 * t + rows + cols + couts
         return self._pro + 2 * t + self._loads_before(t) + couts
 
     def _a_point(self, t: int) -> bool:

@@ -78,6 +78,7 @@ MODES = ("load_ref", "double_buffer", "prefetch", "whole", "panel")
 STREAMING = ("load_ref", "double_buffer", "prefetch")
 LEGACY = ("load_ref", "double_buffer")
 OUTER_MAX_TILE_OPS = 1 << 15  # a panel row longer than this is not simulated twice
+_POS_MEMO = 1 << 12  # op ids of positions kept (GemmProgram._pos), cleared when full
 CHUNK_MIN = 32  # tile-ops per block at least, when an output tile is cut into chunks
 STAGES = ("dma_in", "fetch", "gemm", "dma_out")
 DMA_IN, FETCH, GEMM, DMA_OUT = range(4)
@@ -284,6 +285,7 @@ class GemmProgram:
             )
         self.nbuf = self.buffers.a if self.mode in STREAMING else 0
         self._streamed = self.N - self.nbuf  # tile-ops whose position issues two loads
+        self._pos_memo: dict[int, int] = {}
         self._pro = self._prologue()
         self._panel = self.mode == "panel"
         # panel loads after the prologue: one per row / output tile but the first buffers' worth
@@ -447,6 +449,14 @@ class GemmProgram:
 
     def _pos(self, t: int) -> int:
         """Id of position t's first op (its fetch); t == N gives the tail's first op."""
+        known = self._pos_memo.get(t)  # neighbouring blocks ask for the same positions
+        if known is None:
+            if len(self._pos_memo) >= _POS_MEMO:
+                self._pos_memo.clear()
+            known = self._pos_memo[t] = self._position(t)
+        return known
+
+    def _position(self, t: int) -> int:
         couts = (t - self.cout_delay) // self.Kt  # _couts_before(t), inline (the hot path)
         couts = 0 if couts < 0 else self.out_tiles if couts > self.out_tiles else couts
         if self.nbuf:  # streaming: _loads_before(t) = 2 max(0, min(t, N - nbuf))

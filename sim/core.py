@@ -149,6 +149,9 @@ class BlockProgram(Protocol):
         than it are not filled during the first ``outer_until`` blocks (default
         ``3 * outer_blocks``; any choice
         of which repeat to fill is exact; this one fills whole rows at once).
+        And ``unique_block(b)``: True when no other block has block b's signature, so
+        no period can start or end there; the fast path then skips its state
+        (``live``, the canonical state, the signature) and just runs it.
         """
         ...
 
@@ -300,10 +303,16 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
     # too) waits for the row period: one jump over every row instead of one per row
     outer = int(getattr(program, "outer_blocks", 0))
     outer_until = int(getattr(program, "outer_until", 3 * outer))
+    unique = getattr(program, "unique_block", None) if extrapolate else None
     extrapolated_blocks = 0
     b = 0
     while b < program.num_blocks:
         first = program.first_op(b)
+        if unique is not None and unique(b):  # no hit possible here: just run it (ends
+            # keeps the records of such blocks until the next block prunes it to its live set)
+            _run_block(program.block_ops(b), first, free, ch, ends, burst_ps, cols, spread)
+            b += 1
+            continue
         live = program.live(b)
         missing = [d for d in live if d not in ends]
         if missing:

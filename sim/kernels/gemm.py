@@ -798,6 +798,15 @@ class GemmProgram:
         """Every DMA depends on a fetch or a tile-op (or a live one it consumes)."""
         return (self.fetch_res, self.pe_res)
 
+    def unique_block(self, b: int) -> bool:
+        """No other block has block b's signature: its output tile is among the first
+        ``cap_start`` or the last ``cap_end`` (the first two signature components are
+        then its own) and its chunk among the first or last two of the tile."""
+        j, c = divmod(b, self.chunks)
+        return (j < self.cap_start or self.out_tiles - 1 - j < self.cap_end) and (
+            c < 2 or self.chunks - 1 - c < 2
+        )
+
     def block_sig_array(self, b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """:meth:`block_sig` of many blocks at once, one row each (the same components, as
         integers), so the fast path can find how far a period repeats without a Python

@@ -283,14 +283,11 @@ class GemmProgram:
                 f"({topo.source}: sram.capacity_kib). "
                 "Use a smaller K, another variant, or a larger SRAM."
             )
-        self.nbuf = self.buffers.a if self.mode in STREAMING else 0
-        self._streamed = self.N - self.nbuf  # tile-ops whose position issues two loads
-        self._pos_memo: dict[int, int] = {}
-        self._pro = self._prologue()
         self._panel = self.mode == "panel"
         # panel loads after the prologue: one per row / output tile but the first buffers' worth
         self._a_loads = max(0, self.Mt - self.buffers.a)
         self._b_loads = max(0, self.out_tiles - self.buffers.b)
+        self.nbuf = self.buffers.a if self.mode in STREAMING else 0  # sets the op-id constants
         # SRAM layout: A buffers, B buffers, C buffers
         bu = self.buffers
         self.sa = 0
@@ -329,6 +326,18 @@ class GemmProgram:
             self.outer_until = self.outer_blocks * warm_rows
         elif tile_ok:
             self.outer_blocks, self.outer_until = self.chunks, self.chunks * warm_tiles
+
+    @property
+    def nbuf(self) -> int:
+        """Tile loads in flight ahead of the fetch (streaming modes; 0 otherwise)."""
+        return self._nbuf
+
+    @nbuf.setter
+    def nbuf(self, value: int) -> None:  # the op ids follow it (a test plants a smaller one)
+        self._nbuf = value
+        self._streamed = self.N - value  # tile-ops whose position issues two loads
+        self._pos_memo: dict[int, int] = {}
+        self._pro = self._prologue()
 
     # buffers and SRAM ---------------------------------------------------------------------
     def _a_unit(self) -> int:
@@ -459,7 +468,7 @@ class GemmProgram:
     def _position(self, t: int) -> int:
         couts = (t - self.cout_delay) // self.Kt  # _couts_before(t), inline (the hot path)
         couts = 0 if couts < 0 else self.out_tiles if couts > self.out_tiles else couts
-        if self.nbuf:  # streaming: _loads_before(t) = 2 max(0, min(t, N - nbuf))
+        if self._nbuf:  # streaming: _loads_before(t) = 2 max(0, min(t, N - nbuf))
             loads = t if t < self._streamed else self._streamed
             return self._pro + 2 * t + (2 * loads if loads > 0 else 0) + couts
         if self._panel:  # _loads_before(t), inline: A row panels and B column panels issued

@@ -6,7 +6,8 @@
 Each config runs in its own subprocess, so its time is cold (fresh memory) and its peak
 RSS its own: ``sim s`` is ``run_gemm`` (simulation and op log), ``metrics s`` is
 ``gemm_metrics``, ``us/tile-op`` is their sum per tile-op (wall time); the ``cpu``
-columns are the same in process CPU time, which a busy shared machine disturbs less.
+columns are the same in process CPU time, which a busy shared machine disturbs less;
+``met/sim`` is metrics CPU / simulation CPU (target <= 0.5).
 ``records`` counts the full op log, ``stored`` the records the compressed log keeps
 (docs/adr/0011), ``filled`` the share of blocks filled from a period. Targets on a 2-core machine
 (issue 11): <= 0.5 us per tile-op; 8192^3 < 3 s cold and < 1 GiB; 16384^3 < 30 s and
@@ -77,7 +78,7 @@ def main(argv: list[str]) -> None:
         f"{'shape':>18} {'variant':>14} {'mode':>13} {'tile-ops':>10} {'records':>10} "
         f"{'stored':>8} "
         f"{'sim s':>7} {'metrics s':>9} {'us/tile-op':>10} {'cpu s':>6} {'cpu met':>7} "
-        f"{'cpu us/op':>9} {'RSS MiB':>8} {'filled':>7}"
+        f"{'cpu us/op':>9} {'met/sim':>7} {'RSS MiB':>8} {'filled':>7}"
     )
     for shape in args.shapes:
         for variant in VARIANTS:
@@ -88,8 +89,8 @@ def main(argv: list[str]) -> None:
             cpu_per = 1e6 * (cpu + cpu_m) / float(r["tile_ops"])
             print(
                 f"{shape:>18} {variant:>14} {r['mode']:>13} {r['tile_ops']:>10} "
-                f"{r['records']:>10} {r['stored']:>8} {sim_s:>7.2f} {metrics_s:>9.2f} {per:>10.3f} "
-                f"{cpu:>6.2f} {cpu_m:>7.2f} {cpu_per:>9.3f} "
+                f"{r['records']:>10} {r['stored']:>8} {sim_s:>7.3f} {metrics_s:>9.4f} {per:>10.3f} "
+                f"{cpu:>6.3f} {cpu_m:>7.4f} {cpu_per:>9.3f} {cpu_m / max(cpu, 1e-9):>7.2f} "
                 f"{float(r['rss_mib']):>8.0f} {100 * float(r['filled']):>6.0f}%"
             )
 

@@ -35,7 +35,7 @@ def busy_ps(start: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> int:
     """Length of the union of intervals ``[start, end)`` (any order, overlaps merged)."""
     if len(start) == 0:
         return 0
-    if len(start) > 1 and not bool(np.all(start[1:] >= start[:-1])):
+    if len(start) > 1 and bool((start[1:] < start[:-1]).any()):
         order = np.argsort(start, kind="stable")
         start, end = start[order], end[order]
     reach = np.maximum.accumulate(end)
@@ -267,7 +267,7 @@ def gemm_metrics(run: GemmRun) -> dict[str, float]:
         "hbm_read_bytes": hbm_read,
         "hbm_write_bytes": hbm_write,
         "hbm_bytes": moved,
-        "hbm.busy_ns": bursts * topo.hbm.burst_ps / topo.hbm.num_pcs / PS,
+        "hbm.busy_ns": bursts * prog.channels.burst_ps / topo.hbm.num_pcs / PS,
         "achieved_gbs": moved / latency_ns,
         "tflops": tflops,
         "arith_intensity_flop_per_byte": intensity,
@@ -292,14 +292,15 @@ def gemm_metrics(run: GemmRun) -> dict[str, float]:
         m[f"{stage}.busy_ns"] = busy / PS
         m[f"{stage}.inflight_ns"] = inflight / PS
         m[f"{stage}.occupancy"] = busy / window
-        m[f"{stage}.records"] = sum(red.count(masks[e]) for e in engines)
+        records = {e_i: red.count(masks[e_i]) for e_i in engines}
+        m[f"{stage}.records"] = sum(records.values())
         for e_i in engines:
             name = f"{stage}.{log.engines[e_i]}"
             busy, inflight = per[e_i]
             m[f"{name}.busy_ns"] = busy / PS
             m[f"{name}.inflight_ns"] = inflight / PS
             m[f"{name}.occupancy"] = busy / window
-            m[f"{name}.records"] = red.count(masks[e_i])
+            m[f"{name}.records"] = records[e_i]
     model = gemm_model(plan.shape, prog.variant, topo, program=prog)
     m["model_latency_ns"] = model.ideal_ps / PS
     m["model_mac_util"] = model.mac_util

@@ -29,6 +29,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -148,6 +149,9 @@ class BlockProgram(Protocol):
         than it are not filled during the first ``outer_until`` blocks (default
         ``3 * outer_blocks``; any choice
         of which repeat to fill is exact; this one fills whole rows at once).
+        And ``unique_block(b)``: True when no other block has block b's signature, so
+        no period can start or end there; the fast path then skips its state
+        (``live``, the canonical state, the signature) and just runs it.
         """
         ...
 
@@ -224,10 +228,9 @@ class _Writer:
             raise SimulationError(
                 f"the program declared {self.total} operations but emitted {self.logical}"
             )
-        cols: dict[str, np.ndarray] = {
-            name: np.concatenate(
-                [np.array(chunk[c], DTYPES[name]) for chunk in self.chunks]
-                or [np.zeros(0, DTYPES[name])]
+        cols: dict[str, np.ndarray] = {  # one pass over each column's chunks
+            name: np.fromiter(
+                chain.from_iterable(chunk[c] for chunk in self.chunks), DTYPES[name], self.pos
             )
             for c, name in enumerate(_WRITTEN)
         }
@@ -237,6 +240,9 @@ class _Writer:
 
 _WRITTEN = ("engine", "stage", "op", "start", "end", "nbytes", "macs", "tile")
 _GUARD_EVERY = 1 << 16  # stored records between memory-budget checks (check_stored_records)
+
+
+_SIG_BATCH = 512  # blocks whose signatures the first repeat probe computes at once
 
 
 def _canonical(
@@ -256,13 +262,17 @@ def _canonical(
     equivalent to it. A pending end time matters only above the free time of the
     resources its consumers use.
     """
-    ref = min(free[r] for r in floor)
+    ref = min([free[r] for r in floor])
     bound: dict[int, int] = {}
-    for op_id, consumers in live.items():
+    lows: dict[tuple[int, ...], int] = {}  # consumers -> their least free time
+    for consumers in set(live.values()):
+        lows[consumers] = min([free[r] for r in consumers])
         for r in consumers:
             if r not in floor:
-                e = ends[op_id]
-                bound[r] = e if e < bound.get(r, ref) else bound.get(r, ref)
+                for op_id, cons in live.items():
+                    if r in cons:
+                        e = ends[op_id]
+                        bound[r] = e if e < bound.get(r, ref) else bound.get(r, ref)
     lo = min(bound.values(), default=ref)
     lo = lo if lo < ref else ref
     state = []
@@ -272,7 +282,7 @@ def _canonical(
         state.append((f if f > b else b) - ref)
     state += [(c if c > lo else lo) - ref for c in ch]
     for op_id in sorted(live):
-        low = min(free[r] for r in live[op_id])
+        low = lows[live[op_id]]
         e = ends[op_id]
         state.append((e if e > low else low) - ref)
     return ref, tuple(state)
@@ -286,16 +296,23 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
     ch = [0] * program.channels.count
     ends: dict[int, int] = {}
     cols = _Writer(program.num_ops())
+    spread: dict[int, tuple[int, tuple[tuple[int, int], ...]]] = {}  # see _run_block
     seen: dict[Hashable, tuple[int, int, int]] = {}
     floor_of = getattr(program, "floor_resources", None)
     # a program whose blocks repeat in rows of ``outer_blocks`` (periods within a row
     # too) waits for the row period: one jump over every row instead of one per row
     outer = int(getattr(program, "outer_blocks", 0))
     outer_until = int(getattr(program, "outer_until", 3 * outer))
+    unique = getattr(program, "unique_block", None) if extrapolate else None
     extrapolated_blocks = 0
     b = 0
     while b < program.num_blocks:
         first = program.first_op(b)
+        if unique is not None and unique(b):  # no hit possible here: just run it (ends
+            # keeps the records of such blocks until the next block prunes it to its live set)
+            _run_block(program.block_ops(b), first, free, ch, ends, burst_ps, cols, spread)
+            b += 1
+            continue
         live = program.live(b)
         missing = [d for d in live if d not in ends]
         if missing:
@@ -337,12 +354,21 @@ def simulate(program: BlockProgram, *, extrapolate: bool = True) -> OpLog:
                     seen.clear()
                     continue
         ops = program.block_ops(b)
-        _run_block(ops, first, free, ch, ends, burst_ps, cols)
+        _run_block(ops, first, free, ch, ends, burst_ps, cols, spread)
         b += 1
     log = cols.oplog(program.engines, program.stages, {"extrapolated_blocks": extrapolated_blocks})
     if len(log) and log.makespan_ps >= MAX_TIME_PS:
         raise SimulationError(f"runaway program: makespan {log.makespan_ps} ps exceeds the limit")
     return log
+
+
+def _even_bursts(chans: tuple[tuple[int, int], ...], count: int) -> int:
+    """Bursts per channel if ``chans`` puts the same number on every one of ``count``
+    channels (each once), else 0."""
+    if len(chans) != count or len({c for c, _ in chans}) != count:
+        return 0
+    cnt = chans[0][1]
+    return cnt if all(n == cnt for _, n in chans) else 0
 
 
 def _run_block(
@@ -353,11 +379,25 @@ def _run_block(
     ends: dict[int, int],
     burst_ps: int,
     cols: _Writer,
+    spread: dict[int, tuple[int, tuple[tuple[int, int], ...]]],
 ) -> None:
-    """List-schedule one block in program order (the hot loop: plain ints, no numpy)."""
+    """List-schedule one block in program order (the hot loop: plain ints, no numpy).
+
+    The channel free times are held lazily as ``max(base[c] + add, low)``: a transfer
+    with the same number of bursts on every channel (a whole tile: most DMAs) maps each
+    channel's free time ``f`` to ``max(f, t0) + k`` -- the same max-plus map for every
+    channel, which composes into ``(add, low)`` in O(1) instead of a loop over the
+    channels. ``spread`` caches, per ``chans`` tuple (by identity, the tuple kept
+    alive beside it), its even burst count (0: uneven). Exact integer arithmetic; ``ch``
+    holds the real free times again on return.
+    """
     rec_engine, rec_stage, rec_op = cols.engine.append, cols.stage.append, cols.op.append
     rec_start, rec_end = cols.start.append, cols.end.append
     rec_bytes, rec_macs, rec_tile = cols.nbytes.append, cols.macs.append, cols.tile.append
+    nch = len(ch)
+    base = ch  # real free time of channel c: max(base[c] + add, low) (times are >= 0)
+    add = low = 0
+    top = max(base, default=0)  # max(base)
     op_id = first
     for kind, res, deps, stage, nbytes, macs, tile, dur, lat, chans in ops:
         ready = 0
@@ -376,15 +416,32 @@ def _run_block(
         if kind == DMA:
             t0 = start + dur
             free[res] = t0
-            last = t0
-            for c, cnt in chans:
-                s = ch[c]
-                if s < t0:
-                    s = t0
-                s += cnt * burst_ps
-                ch[c] = s
-                if s > last:
-                    last = s
+            known = spread.get(id(chans))
+            if known is None or known[1] is not chans:
+                known = spread[id(chans)] = (_even_bursts(chans, nch), chans)
+            even = known[0]
+            if even:  # every channel: f -> max(f, t0) + even x burst
+                k = even * burst_ps
+                add += k
+                low = (low if low > t0 else t0) + k
+                last = top + add
+                if last < low:
+                    last = low
+            else:
+                last = t0
+                for c, cnt in chans:
+                    s = base[c] + add
+                    if s < low:
+                        s = low
+                    if s < t0:
+                        s = t0
+                    s += cnt * burst_ps
+                    v = s - add
+                    base[c] = v
+                    if v > top:
+                        top = v
+                    if s > last:
+                        last = s
             end = last + lat
             ends[~op_id] = last
         elif kind == SERVE:
@@ -403,6 +460,8 @@ def _run_block(
         rec_macs(macs)
         rec_tile(tile)
         op_id += 1
+    if add or low:
+        ch[:] = [x + add if x + add > low else low for x in base]
 
 
 def _extrapolate(
@@ -416,12 +475,17 @@ def _extrapolate(
     most = (program.num_blocks - b) // q
     sig_array = getattr(program, "block_sig_array", None)
     if sig_array is not None:  # vectorised: a few numpy calls instead of one per block
-        period = sig_array(np.arange(b0, b, dtype=np.int64))
-        n, step = 0, 1  # doubling: a hit that repeats once costs one period
+        # doubling from _SIG_BATCH blocks (a numpy call costs about the same for one row
+        # or a thousand): a hit that repeats once costs one call, a long run a few
+        n, step = 0, max(1, _SIG_BATCH // q)
+        period = None
         while n < most:
             m = min(step, most - n)
-            blocks = np.arange(b + n * q, b + (n + m) * q, dtype=np.int64)
-            same = np.all(sig_array(blocks).reshape(m, q, -1) == period[None], axis=(1, 2))
+            lo = b + n * q
+            sigs = sig_array(np.arange(b0 if period is None else lo, lo + m * q, dtype=np.int64))
+            if period is None:
+                period, sigs = sigs[:q], sigs[q:]
+            same = np.all(sigs.reshape(m, q, -1) == period[None], axis=(1, 2))
             if not bool(same.all()):
                 n += int(np.argmin(same))
                 break

@@ -69,7 +69,7 @@ def _burst_time(prog: GemmProgram, transfers: list[tuple[int, int]]) -> int:
     for addr, nbytes in transfers:
         for c, cnt in transfer_channels(prog.topo.hbm, addr, nbytes):
             load[c] = load.get(c, 0) + cnt
-    return max(load.values()) * prog.topo.hbm.burst_ps
+    return max(load.values()) * prog.channels.burst_ps  # topo.hbm.burst_ps, derived once
 
 
 def model_hbm_bytes(prog: GemmProgram) -> int:

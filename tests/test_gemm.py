@@ -334,3 +334,29 @@ def test_vectorised_block_signatures_equal_the_per_block_ones(
     rows = prog.block_sig_array(np.arange(prog.num_blocks, dtype=np.int64))
     for b in range(prog.num_blocks):
         assert tuple(int(x) for x in rows[b]) == prog.block_sig(b), b
+
+
+@pytest.mark.parametrize(
+    ("shape", "variant"),
+    [
+        ("4096x64x4096", "prefetch"),
+        ("1000x3000x700", "resident"),
+        ("16x65536x16", "load_ref"),
+        ("300x5000x100", "double_buffer"),
+        ("100x300x200", "resident"),
+    ],
+)
+def test_a_block_called_unique_shares_its_signature_with_no_other(
+    topo: Topology, shape: str, variant: str
+) -> None:
+    """The fast path skips the state of a unique_block (no period can start there): that
+    is only sound if no other block of the program has the same signature."""
+    prog = GemmProgram(GemmShape.parse(shape), variant, topo)
+    sigs = [prog.block_sig(b) for b in range(prog.num_blocks)]
+    count: dict[object, int] = {}
+    for sig in sigs:
+        count[sig] = count.get(sig, 0) + 1
+    unique = [b for b in range(prog.num_blocks) if prog.unique_block(b)]
+    assert unique  # the claim is exercised
+    assert len(unique) < prog.num_blocks  # and some blocks are left to find periods in
+    assert all(count[sigs[b]] == 1 for b in unique)

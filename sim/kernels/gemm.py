@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -77,6 +78,7 @@ MODES = ("load_ref", "double_buffer", "prefetch", "whole", "panel")
 STREAMING = ("load_ref", "double_buffer", "prefetch")
 LEGACY = ("load_ref", "double_buffer")
 OUTER_MAX_TILE_OPS = 1 << 15  # a panel row longer than this is not simulated twice
+_POS_MEMO = 1 << 12  # op ids of positions kept (GemmProgram._pos), cleared when full
 CHUNK_MIN = 32  # tile-ops per block at least, when an output tile is cut into chunks
 STAGES = ("dma_in", "fetch", "gemm", "dma_out")
 DMA_IN, FETCH, GEMM, DMA_OUT = range(4)
@@ -132,39 +134,39 @@ class TilePlan:
     def of(cls, shape: GemmShape, topo: Topology) -> TilePlan:
         return cls(shape, topo.pe.tile_m, topo.pe.tile_k, topo.pe.tile_n, topo.bpe)
 
-    @property
+    @cached_property
     def Mt(self) -> int:
         return -(-self.shape.M // self.m)
 
-    @property
+    @cached_property
     def Kt(self) -> int:
         return -(-self.shape.K // self.k)
 
-    @property
+    @cached_property
     def Nt(self) -> int:
         return -(-self.shape.N // self.n)
 
-    @property
+    @cached_property
     def tile_ops(self) -> int:
         return self.Mt * self.Nt * self.Kt
 
-    @property
+    @cached_property
     def out_tiles(self) -> int:
         return self.Mt * self.Nt
 
-    @property
+    @cached_property
     def a_bytes(self) -> int:
         return self.m * self.k * self.bpe
 
-    @property
+    @cached_property
     def b_bytes(self) -> int:
         return self.k * self.n * self.bpe
 
-    @property
+    @cached_property
     def c_bytes(self) -> int:
         return self.m * self.n * self.bpe
 
-    @property
+    @cached_property
     def padded_macs(self) -> int:
         return self.tile_ops * self.m * self.k * self.n
 
@@ -281,7 +283,11 @@ class GemmProgram:
                 f"({topo.source}: sram.capacity_kib). "
                 "Use a smaller K, another variant, or a larger SRAM."
             )
-        self.nbuf = self.buffers.a if self.mode in STREAMING else 0
+        self._panel = self.mode == "panel"
+        # panel loads after the prologue: one per row / output tile but the first buffers' worth
+        self._a_loads = max(0, self.Mt - self.buffers.a)
+        self._b_loads = max(0, self.out_tiles - self.buffers.b)
+        self.nbuf = self.buffers.a if self.mode in STREAMING else 0  # sets the op-id constants
         # SRAM layout: A buffers, B buffers, C buffers
         bu = self.buffers
         self.sa = 0
@@ -320,6 +326,18 @@ class GemmProgram:
             self.outer_until = self.outer_blocks * warm_rows
         elif tile_ok:
             self.outer_blocks, self.outer_until = self.chunks, self.chunks * warm_tiles
+
+    @property
+    def nbuf(self) -> int:
+        """Tile loads in flight ahead of the fetch (streaming modes; 0 otherwise)."""
+        return self._nbuf
+
+    @nbuf.setter
+    def nbuf(self, value: int) -> None:  # the op ids follow it (a test plants a smaller one)
+        self._nbuf = value
+        self._streamed = self.N - value  # tile-ops whose position issues two loads
+        self._pos_memo: dict[int, int] = {}
+        self._pro = self._prologue()
 
     # buffers and SRAM ---------------------------------------------------------------------
     def _a_unit(self) -> int:
@@ -440,8 +458,25 @@ class GemmProgram:
 
     def _pos(self, t: int) -> int:
         """Id of position t's first op (its fetch); t == N gives the tail's first op."""
-        per = 2 * t
-        return self._prologue() + per + self._loads_before(t) + self._couts_before(t)
+        known = self._pos_memo.get(t)  # neighbouring blocks ask for the same positions
+        if known is None:
+            if len(self._pos_memo) >= _POS_MEMO:
+                self._pos_memo.clear()
+            known = self._pos_memo[t] = self._position(t)
+        return known
+
+    def _position(self, t: int) -> int:
+        couts = (t - self.cout_delay) // self.Kt  # _couts_before(t), inline (the hot path)
+        couts = 0 if couts < 0 else self.out_tiles if couts > self.out_tiles else couts
+        if self._nbuf:  # streaming: _loads_before(t) = 2 max(0, min(t, N - nbuf))
+            loads = t if t < self._streamed else self._streamed
+            return self._pro + 2 * t + (2 * loads if loads > 0 else 0) + couts
+        if self._panel:  # _loads_before(t), inline: A row panels and B column panels issued
+            rows, cols = t // self.RK, t // self.Kt
+            rows = 0 if rows < 0 else rows if rows < self._a_loads else self._a_loads
+            cols = 0 if cols < 0 else cols if cols < self._b_loads else self._b_loads
+            return self._pro + 2 * t + rows + cols + couts
+        return self._pro + 2 * t + self._loads_before(t) + couts
 
     def _a_point(self, t: int) -> bool:
         """Position t (last fetch of a row) emits the A panel of row r + buffers.a."""
@@ -563,7 +598,9 @@ class GemmProgram:
         chans = self._chans.get(key)
         if chans is None:
             chans = self._chans[key] = transfer_channels(self.topo.hbm, addr, nbytes)
-        return Op(DMA, eng, deps, stage, nbytes, 0, tile, self.setup, self.lat, chans)
+        return tuple.__new__(
+            Op, (DMA, eng, deps, stage, nbytes, 0, tile, self.setup, self.lat, chans)
+        )
 
     def load_deps(self, i: int, freed_by: int) -> tuple[int, ...]:
         """A streamed load of tile-op i waits for its buffer: the fetch ``freed_by`` (of
@@ -599,16 +636,18 @@ class GemmProgram:
             acc.append(Access(COPY, ((HBM, src, nbytes),), ((SRAM, dst, nbytes),)))
 
     def _load_tile(self, ops: list[Op], acc: list[Access] | None, i: int, freed_by: int) -> None:
-        p = self.plan
-        b, ki = divmod(i, self.Kt)
+        p, kt = self.plan, self.Kt
+        b, ki = divmod(i, kt)
         mi, ni = divmod(b, self.Nt)
         deps = self.load_deps(i, freed_by)
-        a, bb = self.a_addr(mi, ki), self.b_addr(ki, ni)
-        ops.append(self._dma(A_ENG, deps, DMA_IN, a, p.a_bytes, i))
-        ops.append(self._dma(B_ENG, deps, DMA_IN, bb, p.b_bytes, i))
+        a_bytes, b_bytes = p.a_bytes, p.b_bytes
+        a = self.a_base + (mi * kt + ki) * a_bytes  # a_addr(mi, ki), b_addr(ki, ni) inline
+        bb = self.b_base + (ni * kt + ki) * b_bytes
+        ops.append(self._dma(A_ENG, deps, DMA_IN, a, a_bytes, i))
+        ops.append(self._dma(B_ENG, deps, DMA_IN, bb, b_bytes, i))
         if acc is not None:
-            self._copy(acc, a, self.sram_a(i), p.a_bytes)
-            self._copy(acc, bb, self.sram_b(i), p.b_bytes)
+            self._copy(acc, a, self.sram_a(i), a_bytes)
+            self._copy(acc, bb, self.sram_b(i), b_bytes)
 
     def _load_a_panel(self, ops: list[Op], acc: list[Access] | None, r: int) -> None:
         q = r - self.buffers.a  # the row that last used this panel buffer
@@ -664,40 +703,44 @@ class GemmProgram:
         k0 = j_out * Kt
         loads_here: dict[int, int] = {}  # tile-op -> id of its A load, emitted in this block
         gemms_here: list[int] = []
+        # the hot loop: attributes read once, ops built as plain tuples of the Op type
+        streaming, panel = mode in STREAMING, mode == "panel"
+        slots, nbuf, n_ops, delay = self.slots, self.nbuf, self.N, self.cout_delay
+        fetch_res, fetch_ps, pe_res = self.fetch_res, self.fetch_ps, self.pe_res
+        macs, issue, retire = self.tile_macs, self.T, self.retire
+        append, new = ops.append, tuple.__new__
         for t in range(i0, i1):
             ki = t - k0
-            if mode in STREAMING:
+            if streaming:
                 at = loads_here.get(t)
                 src = (at, at + 1) if at is not None else self.load_ids(t)
-            j = t - self.slots
+            j = t - slots
             fid = base + len(ops)
             if j >= i0:
                 slot: tuple[int, ...] = (gemms_here[j - i0],)
             else:
                 slot = (self.gemm_id(j),) if j >= 0 else ()
-            ops.append(
-                Op(SERVE, self.fetch_res, src + slot, FETCH, fetch_bytes, 0, t, self.fetch_ps, 0)
+            append(
+                new(Op, (SERVE, fetch_res, src + slot, FETCH, fetch_bytes, 0, t, fetch_ps, 0, ()))
             )
             gdeps = (fid, *c_dep) if ki == 0 else (fid,)
-            ops.append(
-                Op(PIPE, self.pe_res, gdeps, GEMM, 0, self.tile_macs, t, self.T, self.retire)
-            )
+            append(new(Op, (PIPE, pe_res, gdeps, GEMM, 0, macs, t, issue, retire, ())))
             gemms_here.append(fid + 1)
             if acc is not None:
-                pe = (PE, (t % self.slots) * fetch_bytes, fetch_bytes)
+                pe = (PE, (t % slots) * fetch_bytes, fetch_bytes)
                 reads = ((SRAM, self.sram_a(t), p.a_bytes), (SRAM, self.sram_b(t), p.b_bytes))
                 acc.append(Access(FETCH_COPY, reads, (pe,)))
                 acc.append(Access(MAC, (pe, c_range) if ki else (pe,), (c_range,), chain=j_out))
-            if mode in STREAMING:
-                if t + self.nbuf < self.N:
-                    loads_here[t + self.nbuf] = base + len(ops)
-                    self._load_tile(ops, acc, t + self.nbuf, fid)
-            elif mode == "panel":
+            if streaming:
+                if t + nbuf < n_ops:
+                    loads_here[t + nbuf] = base + len(ops)
+                    self._load_tile(ops, acc, t + nbuf, fid)
+            elif panel:
                 if self._a_point(t):
                     self._load_a_panel(ops, acc, (t + 1) // self.RK - 1 + bu.a)
                 if self._b_point(t):
                     self._load_b_panel(ops, acc, (t + 1) // Kt - 1 + bu.b)
-            jc = t - self.cout_delay + 1
+            jc = t - delay + 1
             if jc > 0 and jc % Kt == 0:
                 self._dma_out(ops, acc, jc // Kt - 1)
         if b == self.num_blocks - 1:
@@ -764,45 +807,57 @@ class GemmProgram:
         """Every DMA depends on a fetch or a tile-op (or a live one it consumes)."""
         return (self.fetch_res, self.pe_res)
 
+    def unique_block(self, b: int) -> bool:
+        """No other block has block b's signature: its output tile is among the first
+        ``cap_start`` or the last ``cap_end`` (the first two signature components are
+        then its own) and its chunk among the first or last two of the tile."""
+        j, c = divmod(b, self.chunks)
+        return (j < self.cap_start or self.out_tiles - 1 - j < self.cap_end) and (
+            c < 2 or self.chunks - 1 - c < 2
+        )
+
     def block_sig_array(self, b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """:meth:`block_sig` of many blocks at once, one row each (the same components, as
         integers), so the fast path can find how far a period repeats without a Python
         call per block."""
-        j, c = np.divmod(b, self.chunks)
-        p0 = j * self.Kt + c * self.chunk
-        p1 = np.minimum(p0 + self.chunk, (j + 1) * self.Kt)
+        if self.chunks == 1:  # one block per output tile: no chunk components to compute
+            j, c, p0 = b, np.zeros_like(b), b * self.Kt
+        else:
+            j, c = np.divmod(b, self.chunks)
+            p0 = j * self.Kt + c * self.chunk
         mi, ni = np.divmod(j, self.Nt)
-        ki0 = p0 - j * self.Kt
         s, kt, pl = self.stripe, self.Kt, self.plan
-        a_mod = (self.a_base + (mi * kt + ki0) * pl.a_bytes) % s
-        b_mod = (self.b_base + (ni * kt + ki0) * pl.b_bytes) % s
-        cols = [
-            np.minimum(j, self.cap_start),
-            np.minimum(self.out_tiles - 1 - j, self.cap_end),
-            np.minimum(c, 2),
-            np.minimum(self.chunks - 1 - c, 2),
-            p1 - p0,
-            a_mod,
-            b_mod,
-            (self.c_base + j * pl.c_bytes) % s,
-        ]
+        extra = 5 if self.mode == "panel" else 2 if self.mode in STREAMING else 0
+        out = np.empty((len(b), 8 + extra), np.int64)
+        np.minimum(j, self.cap_start, out=out[:, 0])
+        np.minimum(self.out_tiles - 1 - j, self.cap_end, out=out[:, 1])
+        if self.chunks == 1:
+            out[:, 2] = 0
+            out[:, 3] = 0
+            out[:, 4] = kt
+            ki0 = c
+        else:
+            np.minimum(c, 2, out=out[:, 2])
+            np.minimum(self.chunks - 1 - c, 2, out=out[:, 3])
+            out[:, 4] = np.minimum(p0 + self.chunk, (j + 1) * kt) - p0
+            ki0 = p0 - j * kt
+        out[:, 5] = (self.a_base + (mi * kt + ki0) * pl.a_bytes) % s
+        out[:, 6] = (self.b_base + (ni * kt + ki0) * pl.b_bytes) % s
+        out[:, 7] = (self.c_base + j * pl.c_bytes) % s
         if self.mode == "panel":
             ahead = (j + self.buffers.b) % self.Nt
             row = np.minimum(self.Mt - 1, mi + self.buffers.a)
-            cols += [
-                np.minimum(ni, self.cap_row),
-                (ni == self.Nt - 1).astype(np.int64),
-                np.minimum(self.Mt - 1 - mi, self.buffers.a + 1),
-                (self.b_base + ahead * kt * pl.b_bytes) % s,
-                (self.a_base + row * kt * pl.a_bytes) % s,
-            ]
+            np.minimum(ni, self.cap_row, out=out[:, 8])
+            out[:, 9] = ni == self.Nt - 1
+            np.minimum(self.Mt - 1 - mi, self.buffers.a + 1, out=out[:, 10])
+            out[:, 11] = (self.b_base + ahead * kt * pl.b_bytes) % s
+            out[:, 12] = (self.a_base + row * kt * pl.a_bytes) % s
         elif self.mode in STREAMING:
             ahead = j + -(-self.nbuf // self.Kt)
-            cols += [
-                (self.a_base + (ahead // self.Nt) * kt * pl.a_bytes) % s,
-                (self.b_base + (ahead % self.Nt) * kt * pl.b_bytes) % s,
-            ]
-        return np.stack(cols, axis=1).astype(np.int64)
+            ahead_mi, ahead_ni = np.divmod(ahead, self.Nt)
+            out[:, 8] = (self.a_base + ahead_mi * kt * pl.a_bytes) % s
+            out[:, 9] = (self.b_base + ahead_ni * kt * pl.b_bytes) % s
+        return out
 
     def block_sig(self, b: int) -> Hashable:
         j, p0, p1 = self.span(b)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from sim.oplog import OpLog
 from sim.topology import Topology, ps_for_bytes
@@ -318,21 +319,24 @@ def _holds(
 ) -> tuple[list[int], list[int], list[int], list[int]]:
     """Per op: time on its own engine, on its chip's HBM, until it ends (the longer), and
     for one burst (the streaming granule: ``hbm.burst_bytes``)."""
-    first, hbm, total, burst = [], [], [], []
-    seen: dict[tuple[int, int, int], tuple[int, int, int, int]] = {}
-    for key in zip(program.kind, program.nbytes, program.hbm, strict=True):
-        got = seen.get(key)
-        if got is None:
-            k, b, m = key
-            mem = hbm_default(k, b) if m < 0 else m
-            a, h = _op_ps(net, k, b, mem)
-            g = min(b, net.burst_bytes)
-            ga, gh = _op_ps(net, k, g, mem * g // b if b else 0)
-            got = seen[key] = (a, h, max(a, h), max(ga, gh))
-        first.append(got[0])
-        hbm.append(got[1])
-        total.append(got[2])
-        burst.append(got[3])
+    if not len(program):
+        return [], [], [], []
+    code = np.zeros(len(program), dtype=np.int64)
+    table = np.zeros((0, 1), dtype=np.int64)  # per code: the column values seen so far
+    for col in (program.kind, program.nbytes, program.hbm):
+        vals, inv = np.unique(np.asarray(col, dtype=np.int64), return_inverse=True)
+        pairs, code = np.unique(code * len(vals) + inv.reshape(-1), return_inverse=True)
+        code = code.reshape(-1)  # renumbered: codes stay below len(program)
+        table = np.vstack([table[:, pairs // len(vals)], vals[pairs % len(vals)]])
+    per_key = []
+    for k, b, m in table.T.tolist():
+        mem = hbm_default(k, b) if m < 0 else m
+        a, h = _op_ps(net, k, b, mem)
+        g = min(b, net.burst_bytes)
+        ga, gh = _op_ps(net, k, g, mem * g // b if b else 0)
+        per_key.append((a, h, max(a, h), max(ga, gh)))
+    per_op = np.asarray(per_key, dtype=np.int64)[code]
+    first, hbm, total, burst = (per_op[:, c].tolist() for c in range(4))
     return first, hbm, total, burst
 
 
@@ -349,6 +353,169 @@ def _dependents(program: FabricProgram) -> list[list[int]]:
                 f"op {i} consumes op {t}: it must be an earlier transfer it depends on"
             )
     return dependents
+
+
+@dataclass(frozen=True)
+class _OneShot:
+    """A program of ``rounds`` rounds of the same ``M`` transfers (one per (sender, receiver)
+    pair, none with dependencies, each consumed by one reduction), then the reductions in the
+    same order: reduction ``K + i`` consumes transfer ``i`` and depends on it and on at most
+    one earlier reduction of its round (``prev``, the same for every round) with the same
+    span. This is the program of ``direct``; :func:`_one_shot` recognises it."""
+
+    rounds: int
+    width: int  # M: transfers per round
+    prev: npt.NDArray[np.int64]  # per message: the message whose reduction it follows, or -1
+
+
+def _one_shot(net: Network, program: FabricProgram) -> _OneShot | None:
+    """The one-shot structure of ``program`` (:class:`_OneShot`), or None if it has another."""
+    n = len(program)
+    half = n // 2
+    if n == 0 or n % 2 or net.staging_buffers < 1:
+        return None
+    kind = np.asarray(program.kind, dtype=np.int64)
+    if (kind[:half] != TRANSFER).any() or (kind[half:] != REDUCTION).any():
+        return None
+    src = np.asarray(program.src, dtype=np.int64)
+    dst = np.asarray(program.dst, dtype=np.int64)
+    conn = src[:half] * net.chips + dst[:half]
+    again = np.flatnonzero(conn[1:] == conn[0])
+    width = int(again[0]) + 1 if len(again) else half
+    if half % width or len(np.unique(conn[:width])) != width:
+        return None
+    rounds = half // width
+    if (conn.reshape(rounds, width) != conn[:width]).any():
+        return None
+    ids = np.arange(half, dtype=np.int64)
+    consumes = np.asarray(program.consumes, dtype=np.int64)
+    if (consumes[:half] != -1).any() or (consumes[half:] != ids).any():
+        return None
+    if (src[half:] != dst[:half]).any() or (dst[half:] != dst[:half]).any():
+        return None
+    deps = program.deps
+    if any(deps[:half]):
+        return None
+    lens = np.fromiter(map(len, deps[half:]), dtype=np.int64, count=half)
+    if ((lens < 1) | (lens > 2)).any():
+        return None
+    one = np.fromiter((d[0] for d in deps[half:]), dtype=np.int64, count=half)
+    two = np.fromiter((d[-1] for d in deps[half:]), dtype=np.int64, count=half)
+    if (one != ids).any():
+        return None
+    base = (ids // width) * width
+    prev = np.where(lens == 2, two - half - base, -1).reshape(rounds, width)
+    pos = np.arange(width)
+    if (prev != prev[0]).any() or ((prev[0] >= pos) | (prev[0] < -1)).any():
+        return None
+    chained = prev[0] >= 0
+    if (dst[:width][prev[0][chained]] != dst[:width][chained]).any():
+        return None
+    span = np.asarray(program.span, dtype=np.int64).reshape(2, rounds, width, 2)
+    if (span[1] != span[0]).any() or (span[1][:, prev[0][chained]] != span[1][:, chained]).any():
+        return None
+    return _OneShot(rounds, width, prev[0].copy())
+
+
+def _one_shot_uncontended(
+    net: Network, program: FabricProgram, shape: _OneShot, holds: tuple[list[int], ...]
+) -> OpLog:
+    """:func:`simulate_fabric` with ``contention=False`` for a one-shot program, round by round
+    in numpy: the same recurrences the event loop follows, so the same log.
+
+    Without contention each pair's hop ``h`` is a FIFO server of that pair's transfers only,
+    served in round order; a transfer of round ``t >= B`` (``B`` staging buffers) gets the
+    earliest credit its pair has back and not yet used (credits of later rounds come back
+    after it leaves); a reduction starts when the first burst of each input is there.
+    """
+    rounds, width, lat = shape.rounds, shape.width, net.latency_ps
+    half = rounds * width
+    first, _hbm, total, burst = (np.asarray(h, dtype=np.int64) for h in holds)
+    t_first = first[:half].reshape(rounds, width)
+    t_total = total[:half].reshape(rounds, width)
+    t_burst = burst[:half].reshape(rounds, width)
+    r_total = total[half:].reshape(rounds, width)
+    r_burst = burst[half:].reshape(rounds, width)
+    src = np.asarray(program.src[:width], dtype=np.int64)
+    dst = np.asarray(program.dst[:width], dtype=np.int64)
+    routes = [net.routes[s][d] for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
+    hops = np.asarray([len(r) for r in routes], dtype=np.int64)
+    deepest = int(hops.max())
+    last = hops - 1
+    cols = np.arange(width)
+    levels: list[npt.NDArray[np.int64]] = []
+    depth = np.zeros(width, dtype=np.int64)
+    for m in range(width):  # prev[m] < m
+        if shape.prev[m] >= 0:
+            depth[m] = depth[shape.prev[m]] + 1
+    for level in range(int(depth.max()) + 1):
+        levels.append(np.flatnonzero(depth == level))
+    begins = np.zeros((rounds, width, deepest), dtype=np.int64)
+    ends = np.zeros((rounds, width, deepest), dtype=np.int64)
+    r_begin = np.zeros((rounds, width), dtype=np.int64)
+    r_end = np.zeros((rounds, width), dtype=np.int64)
+    link_free = np.zeros((deepest, width), dtype=np.int64)
+    buffers = net.staging_buffers
+    pool = np.zeros((buffers, width), dtype=np.int64)  # credits back, not yet used
+    for t in range(rounds):
+        if t < buffers:
+            grant = np.zeros(width, dtype=np.int64)
+        else:
+            slot = pool.argmin(axis=0)
+            grant = pool[slot, cols]
+        begin = np.maximum(grant, link_free[0])
+        end = np.maximum(begin + t_total[t], t_burst[t])
+        begins[t, :, 0], ends[t, :, 0] = begin, end
+        link_free[0] = end
+        for h in range(1, deepest):
+            on = hops > h
+            b = np.maximum(begin + lat, link_free[h])
+            e = np.maximum(b + t_first[t], end + lat)
+            begin, end = np.where(on, b, begin), np.where(on, e, end)
+            link_free[h] = np.where(on, e, link_free[h])
+            begins[t, :, h], ends[t, :, h] = begin, end
+        b_last, e_last = begins[t, cols, last], ends[t, cols, last]
+        head = np.minimum(b_last + lat + t_burst[t], e_last + lat)
+        tail = e_last + lat
+        rb, re = r_begin[t], r_end[t]
+        for ms in levels:
+            hd, tl = head[ms], tail[ms]
+            before = shape.prev[ms]
+            if before[0] >= 0:
+                hd = np.maximum(hd, np.minimum(rb[before] + r_burst[t, before], re[before]))
+                tl = np.maximum(tl, re[before])
+            rb[ms] = hd
+            re[ms] = np.maximum(hd + r_total[t, ms], tl + r_burst[t, ms])
+        credit = re + lat
+        if t < buffers:
+            pool[t] = credit
+        else:
+            pool[slot, cols] = credit
+    route = np.zeros((width, deepest), dtype=np.int64)
+    for m, r in enumerate(routes):
+        route[m, : len(r)] = r
+    valid = np.broadcast_to(np.arange(deepest) < hops[:, None], (rounds, width, deepest))
+    t_eng = np.broadcast_to(route, (rounds, width, deepest))[valid]
+    link_chip = np.asarray([net.link_chip(i) for i in range(len(net.links))], dtype=np.int64)
+    hop_of = np.broadcast_to(np.arange(deepest), (rounds, width, deepest))[valid]
+    t_op = np.broadcast_to(
+        np.arange(half, dtype=np.int64).reshape(rounds, width, 1), (rounds, width, deepest)
+    )[valid]
+    op = np.concatenate([t_op, np.arange(half, 2 * half, dtype=np.int64)])
+    nlinks = len(net.links)
+    cols_out = {
+        "op": op,
+        "chip": np.concatenate([link_chip[t_eng], np.tile(dst, rounds)]),
+        "engine": np.concatenate([t_eng, np.full(half, nlinks, dtype=np.int64)]),
+        "stage": np.concatenate(
+            [np.where(hop_of == 0, SEND, FORWARD), np.full(half, REDUCE, dtype=np.int64)]
+        ),
+        "start": np.concatenate([begins[valid], r_begin.reshape(-1)]),
+        "end": np.concatenate([ends[valid], r_end.reshape(-1)]),
+        "nbytes": np.asarray(program.nbytes, dtype=np.int64)[op],
+        "tile": np.asarray(program.step, dtype=np.int64)[op],
+    }
+    return OpLog.from_columns((*net.names, REDUCE_ENGINE, HBM_ENGINE), STAGES, cols_out)
 
 
 def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = True) -> OpLog:
@@ -378,9 +545,21 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
     machine. That is the congestion-unaware critical path of
     :func:`sim.collective_model.model`.
     """
+    holds = _holds(net, program)
+    if not contention:
+        shape = _one_shot(net, program)
+        if shape is not None:
+            return _one_shot_uncontended(net, program, shape, holds)
+    return _simulate_events(net, program, holds, contention=contention)
+
+
+def _simulate_events(
+    net: Network, program: FabricProgram, holds: tuple[list[int], ...], *, contention: bool
+) -> OpLog:
+    """The event-driven engine of :func:`simulate_fabric`."""
     n = len(program)
     kind, src, dst, step = program.kind, program.src, program.dst, program.step
-    first, hbm_hold, total, burst = _holds(net, program)
+    first, hbm_hold, total, burst = holds
     dependents = _dependents(program)
     waiting = [len(d) for d in program.deps]
     p, lat, routes = net.chips, net.latency_ps, net.routes

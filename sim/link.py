@@ -556,16 +556,21 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
 def _simulate_events(
     net: Network, program: FabricProgram, holds: tuple[list[int], ...], *, contention: bool
 ) -> OpLog:
-    """The event-driven engine of :func:`simulate_fabric`."""
+    """The event-driven engine of :func:`simulate_fabric`.
+
+    Only start and end times are dynamic: each record has a slot (op by op, hop by hop, the
+    log's order), and its chip, engine and stage follow from the op afterwards.
+    """
     n = len(program)
-    kind, src, dst, step = program.kind, program.src, program.dst, program.step
+    kind, src, dst = program.kind, program.src, program.dst
     first, hbm_hold, total, burst = holds
     dependents = _dependents(program)
     waiting = [len(d) for d in program.deps]
     p, lat, routes = net.chips, net.latency_ps, net.routes
     nlinks = len(net.links)
+    consumes = program.consumes
     staged = [False] * n
-    for t in program.consumes:
+    for t in consumes:
         if t >= 0:
             staged[t] = True
     credits = [net.staging_buffers] * (p * p)
@@ -579,19 +584,29 @@ def _simulate_events(
     busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
     queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
     hbm_free = [0] * p
+    conn = [s * p + d for s, d in zip(src, dst, strict=True)]
+    # per op: the servers of its hops (a transfer) or its reduce engine (one entry)
+    if contention:
+        pair_res = [routes[s][d] for s in range(p) for d in range(p)]
+    else:
+        pair_res = [
+            tuple(nlinks + p + c * hops + h for h in range(len(routes[c // p][c % p])))
+            for c in range(p * p)
+        ]
+    res_of = [
+        pair_res[c] if k == TRANSFER else (nlinks + s,)
+        for k, s, c in zip(kind, src, conn, strict=True)
+    ]
+    nrec = [
+        len(routes[s][d]) if k == TRANSFER else 1 for k, s, d in zip(kind, src, dst, strict=True)
+    ]
+    slot = list(itertools.accumulate(nrec, initial=0))
+    r_start = [0] * slot[-1]
+    r_end = [0] * slot[-1]
+    done = 0
     heap = [(0, i, 0) for i in range(n) if not waiting[i]]
     heapq.heapify(heap)
-    r_op: list[int] = []
-    r_hop: list[int] = []
-    r_eng: list[int] = []
-    r_stage: list[int] = []
-    r_chip: list[int] = []
-    r_start: list[int] = []
-    r_end: list[int] = []
-    link_chip = [net.link_chip(i) for i in range(nlinks)]
-    reduce_engine, hbm_engine = nlinks, nlinks + 1
     pop, push = heapq.heappop, heapq.heappush
-
     spans = program.span
 
     def produced(i: int, begin: int, end: int, grain: int) -> None:
@@ -622,27 +637,64 @@ def _simulate_events(
             if not waiting[j]:
                 push(heap, (head[j], j, 0))
 
-    def start(now: int, i: int, hop: int, res: int = -1) -> None:
-        k = kind[i]
+    while heap:
+        now, i, hop = pop(heap)
+        if i < 0:  # server `hop` frees: its first queued op starts
+            if not queue[hop]:
+                busy[hop] = False
+                continue
+            res = hop
+            i, hop = queue[hop].popleft()
+            k = kind[i]
+        elif hop < 0:  # a staging buffer comes back to the pair of transfer `i`
+            c = conn[i]
+            if held[c]:
+                j = held[c].popleft()
+                granted[j] = True
+                push(heap, (now, j, 0))
+            else:
+                credits[c] += 1
+            continue
+        else:
+            k = kind[i]
+            if k == TRANSFER and hop == 0 and staged[i] and not granted[i]:
+                c = conn[i]
+                if not credits[c]:
+                    held[c].append(i)
+                    continue
+                credits[c] -= 1
+                granted[i] = True
+            if k == COPY:
+                res = -1
+            else:
+                res = res_of[i][hop]
+                if busy[res]:
+                    queue[res].append((i, hop))
+                    continue
+                busy[res] = contention or k == TRANSFER
+        # op i starts its hop `hop` on server `res` at `now`
+        done += 1
         if k == TRANSFER:
-            route = routes[src[i]][dst[i]]
-            link = route[hop]
             begin = now
             if hop == 0:
-                chip = src[i]
                 if hbm_hold[i] and contention:  # a forwarded chunk streams from on-chip buffers
+                    chip = src[i]
                     if hbm_free[chip] > begin:
                         begin = hbm_free[chip]
                     hbm_free[chip] = begin + hbm_hold[i]
-                end = max(begin + total[i], tail[i] + burst[i])
+                end = begin + total[i]
+                if tail[i] + burst[i] > end:
+                    end = tail[i] + burst[i]
             else:
-                end = max(begin + first[i], hop_end[i] + lat)
+                end = begin + first[i]
+                if hop_end[i] + lat > end:
+                    end = hop_end[i] + lat
             hop_end[i] = end
             push(heap, (end, -1, res))
-            r_eng.append(link)
-            r_stage.append(FORWARD if hop else SEND)
-            r_chip.append(link_chip[link])
-            if hop + 1 < len(route):
+            at = slot[i] + hop
+            r_start[at] = begin
+            r_end[at] = end
+            if hop + 1 < nrec[i]:
                 push(heap, (begin + lat, i, hop + 1))
             else:
                 produced(i, begin + lat, end + lat, burst[i])
@@ -650,83 +702,65 @@ def _simulate_events(
             chip = src[i]
             begin = now if now > hbm_free[chip] or not contention else hbm_free[chip]
             hbm_free[chip] = begin + hbm_hold[i]
-            end = max(begin + total[i], tail[i] + burst[i])
+            end = begin + total[i]
+            if tail[i] + burst[i] > end:
+                end = tail[i] + burst[i]
             if k == REDUCTION and contention:  # busy for its work, not while data trickles in
-                push(heap, (begin + first[i], -1, nlinks + chip))
-            r_eng.append(reduce_engine if k == REDUCTION else hbm_engine)
-            r_stage.append(REDUCE if k == REDUCTION else COPY_STAGE)
-            r_chip.append(chip)
-            if program.consumes[i] >= 0:
-                push(heap, (end + lat, program.consumes[i], -1))
+                push(heap, (begin + first[i], -1, res))
+            at = slot[i]
+            r_start[at] = begin
+            r_end[at] = end
+            if consumes[i] >= 0:
+                push(heap, (end + lat, consumes[i], -1))
             produced(i, begin, end, burst[i])
-        r_op.append(i)
-        r_hop.append(hop)
-        r_start.append(begin)
-        r_end.append(end)
-
-    while heap:
-        t, i, hop = pop(heap)
-        if i < 0:  # server `hop` frees: its first queued op starts
-            if queue[hop]:
-                j, h = queue[hop].popleft()
-                start(t, j, h, hop)
-            else:
-                busy[hop] = False
-            continue
-        if hop < 0:  # a staging buffer comes back to the pair of transfer `i`
-            conn = src[i] * p + dst[i]
-            if held[conn]:
-                j = held[conn].popleft()
-                granted[j] = True
-                push(heap, (t, j, 0))
-            else:
-                credits[conn] += 1
-            continue
-        k = kind[i]
-        if k == TRANSFER and hop == 0 and staged[i] and not granted[i]:
-            conn = src[i] * p + dst[i]
-            if not credits[conn]:
-                held[conn].append(i)
-                continue
-            credits[conn] -= 1
-            granted[i] = True
-        if k == COPY:
-            start(t, i, hop)
-            continue
-        if k != TRANSFER:
-            res = nlinks + src[i]
-        elif contention:
-            res = routes[src[i]][dst[i]][hop]
-        else:
-            res = nlinks + p + (src[i] * p + dst[i]) * hops + hop
-        if busy[res]:
-            queue[res].append((i, hop))
-        else:
-            busy[res] = contention or k == TRANSFER
-            start(t, i, hop, res)
-    expected = sum(
-        len(routes[s][d]) if k == TRANSFER else 1 for k, s, d in zip(kind, src, dst, strict=True)
-    )
-    if len(r_op) < expected:
+    if done < slot[-1]:
         stuck = [i for i in range(n) if waiting[i]][:3]
         raise RuntimeError(
-            f"fabric program did not finish ({len(r_op)} of {expected} records): a dependency "
+            f"fabric program did not finish ({done} of {slot[-1]} records): a dependency "
             f"cycle or every staging buffer held by data that waits (e.g. ops {stuck}); "
             "raise chips.staging_buffers"
         )
-    op = np.asarray(r_op, dtype=np.int64)
-    order = np.lexsort((np.asarray(r_hop, dtype=np.int64), op))
-    nbytes = np.asarray(program.nbytes, dtype=np.int64)[op]
-    steps = np.asarray(step, dtype=np.int64)[op]
+    return _log(net, program, np.asarray(nrec, dtype=np.int64), r_start, r_end)
+
+
+def _log(
+    net: Network,
+    program: FabricProgram,
+    nrec: npt.NDArray[np.int64],
+    start: list[int],
+    end: list[int],
+) -> OpLog:
+    """The op log of ``program``: one record per hop of each transfer and per other op, in op
+    and hop order, with the given start and end times; chip, engine and stage follow from
+    each op (a hop's link and the chip it belongs to, the reduce engine, HBM for a copy)."""
+    n, p, nlinks = len(program), net.chips, len(net.links)
+    kind = np.asarray(program.kind, dtype=np.int64)
+    src = np.asarray(program.src, dtype=np.int64)
+    op = np.repeat(np.arange(n, dtype=np.int64), nrec)
+    hop = np.arange(len(op), dtype=np.int64) - np.repeat(np.cumsum(nrec) - nrec, nrec)
+    deepest = max(1, max((len(r) for row in net.routes for r in row), default=1))
+    route = np.zeros((p * p, deepest), dtype=np.int64)
+    for s, row in enumerate(net.routes):
+        for d, r in enumerate(row):
+            route[s * p + d, : len(r)] = r
+    conn = src * p + np.asarray(program.dst, dtype=np.int64)
+    link = route[conn[op], np.minimum(hop, deepest - 1)]
+    k = kind[op]
+    link_chip = np.asarray([net.link_chip(i) for i in range(nlinks)], dtype=np.int64)
+    on_link = k == TRANSFER
     cols = {
-        "op": op[order],
-        "chip": np.asarray(r_chip, dtype=np.int64)[order],
-        "engine": np.asarray(r_eng, dtype=np.int64)[order],
-        "stage": np.asarray(r_stage, dtype=np.int64)[order],
-        "start": np.asarray(r_start, dtype=np.int64)[order],
-        "end": np.asarray(r_end, dtype=np.int64)[order],
-        "nbytes": nbytes[order],
-        "tile": steps[order],
+        "op": op,
+        "chip": np.where(on_link, link_chip[link] if nlinks else 0, src[op]),
+        "engine": np.where(on_link, link, np.where(k == REDUCTION, nlinks, nlinks + 1)),
+        "stage": np.where(
+            on_link,
+            np.where(hop == 0, SEND, FORWARD),
+            np.where(k == REDUCTION, REDUCE, COPY_STAGE),
+        ),
+        "start": np.asarray(start, dtype=np.int64),
+        "end": np.asarray(end, dtype=np.int64),
+        "nbytes": np.asarray(program.nbytes, dtype=np.int64)[op],
+        "tile": np.asarray(program.step, dtype=np.int64)[op],
     }
     return OpLog.from_columns((*net.names, REDUCE_ENGINE, HBM_ENGINE), STAGES, cols)
 

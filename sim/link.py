@@ -399,8 +399,9 @@ def _one_shot(net: Network, program: FabricProgram) -> _OneShot | None:
     lens = np.fromiter(map(len, deps[half:]), dtype=np.int64, count=half)
     if ((lens < 1) | (lens > 2)).any():
         return None
-    one = np.fromiter((d[0] for d in deps[half:]), dtype=np.int64, count=half)
-    two = np.fromiter((d[-1] for d in deps[half:]), dtype=np.int64, count=half)
+    flat = np.fromiter(itertools.chain.from_iterable(deps[half:]), np.int64, int(lens.sum()))
+    ends = np.cumsum(lens)
+    one, two = flat[ends - lens], flat[ends - 1]
     if (one != ids).any():
         return None
     base = (ids // width) * width
@@ -411,7 +412,8 @@ def _one_shot(net: Network, program: FabricProgram) -> _OneShot | None:
     chained = prev[0] >= 0
     if (dst[:width][prev[0][chained]] != dst[:width][chained]).any():
         return None
-    span = np.asarray(program.span, dtype=np.int64).reshape(2, rounds, width, 2)
+    span = np.fromiter(itertools.chain.from_iterable(program.span), np.int64, 2 * n)
+    span = span.reshape(2, rounds, width, 2)
     if (span[1] != span[0]).any() or (span[1][:, prev[0][chained]] != span[1][:, chained]).any():
         return None
     return _OneShot(rounds, width, prev[0].copy())

@@ -545,7 +545,9 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
     receiver) pair has a link of its own at every hop (its chunks still queue behind each
     other), every op has a reduce engine and HBM to itself; staging buffers are as in the
     machine. That is the congestion-unaware critical path of
-    :func:`sim.collective_model.model`.
+    :func:`sim.collective_model.model`. A one-shot program (``direct``: :class:`_OneShot`)
+    is then timed round by round in numpy (:func:`_one_shot_uncontended`), with the same
+    recurrences and so the same log (``tests/test_link_fast.py`` compares both engines).
     """
     holds = _holds(net, program)
     if not contention:

@@ -47,7 +47,9 @@ when it ends. Every operation treats the elements of a piece alike, so a piece's
 values stay ``A + B e`` and are kept as the exact integer pair ``(A, B)`` plus a bit mask of
 the inputs summed into it: exact at any size without materialising ``p x count`` numbers.
 A transfer whose recorded links do not lead from its sender to its consumer's chip, or a
-consumer that starts before its data arrived, is an error naming the ops.
+consumer that starts before its data arrived, is an error naming the ops. When every
+consumer reduces a fresh send (``direct``), sums and ORs commute, so the replay adds the
+log's reductions up in numpy instead of in time order (same result, :func:`_replay_sums`).
 """
 
 from __future__ import annotations

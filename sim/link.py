@@ -612,7 +612,18 @@ def _simulate_events(
     # order as the tuple (op -1: a server frees, hop its index; hop -1: a credit comes back)
     wide = max(servers, hops) + 2
     per_ps = (n + 1) * wide
-    heap = [(i + 1) * wide + 1 for i in range(n) if not waiting[i]]
+    ready = [i for i in range(n) if not waiting[i]]
+    if lat > 0:  # nothing comes back at time 0: past the staging buffers, pairs wait in id order
+        for idx, i in enumerate(ready):
+            if kind[i] == TRANSFER and staged[i]:
+                c = conn[i]
+                if credits[c]:
+                    credits[c] -= 1
+                    granted[i] = True
+                else:
+                    held[c].append(i)
+                    ready[idx] = -1
+    heap = [(i + 1) * wide + 1 for i in ready if i >= 0]
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
     spans = program.span

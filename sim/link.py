@@ -608,10 +608,6 @@ def _simulate_events(
     r_start = [0] * slot[-1]
     r_end = [0] * slot[-1]
     done = 0
-    # an event (time, op, hop) is the int (time * (n + 1) + op + 1) * wide + hop + 1, in the same
-    # order as the tuple (op -1: a server frees, hop its index; hop -1: a credit comes back)
-    wide = max(servers, hops) + 2
-    per_ps = (n + 1) * wide
     ready = [i for i in range(n) if not waiting[i]]
     if lat > 0:  # nothing comes back at time 0: past the staging buffers, pairs wait in id order
         for idx, i in enumerate(ready):
@@ -623,7 +619,7 @@ def _simulate_events(
                 else:
                     held[c].append(i)
                     ready[idx] = -1
-    heap = [(i + 1) * wide + 1 for i in ready if i >= 0]
+    heap = [(0, i, 0) for i in ready if i >= 0]
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
     spans = program.span
@@ -654,12 +650,10 @@ def _simulate_events(
                 tail[j] = last
             waiting[j] -= 1
             if not waiting[j]:
-                push(heap, head[j] * per_ps + (j + 1) * wide + 1)
+                push(heap, (head[j], j, 0))
 
     while heap:
-        now, i = divmod(pop(heap), per_ps)
-        i, hop = divmod(i, wide)
-        i, hop = i - 1, hop - 1
+        now, i, hop = pop(heap)
         if i < 0:  # server `hop` frees: its first queued op starts
             if not queue[hop]:
                 busy[hop] = False
@@ -672,7 +666,7 @@ def _simulate_events(
             if held[c]:
                 j = held[c].popleft()
                 granted[j] = True
-                push(heap, now * per_ps + (j + 1) * wide + 1)
+                push(heap, (now, j, 0))
             else:
                 credits[c] += 1
             continue
@@ -711,12 +705,12 @@ def _simulate_events(
                 if hop_end[i] + lat > end:
                     end = hop_end[i] + lat
             hop_end[i] = end
-            push(heap, end * per_ps + res + 1)
+            push(heap, (end, -1, res))
             at = slot[i] + hop
             r_start[at] = begin
             r_end[at] = end
             if hop + 1 < nrec[i]:
-                push(heap, (begin + lat) * per_ps + (i + 1) * wide + hop + 2)
+                push(heap, (begin + lat, i, hop + 1))
             else:
                 produced(i, begin + lat, end + lat, burst[i])
         else:
@@ -727,12 +721,12 @@ def _simulate_events(
             if tail[i] + burst[i] > end:
                 end = tail[i] + burst[i]
             if k == REDUCTION and contention:  # busy for its work, not while data trickles in
-                push(heap, (begin + first[i]) * per_ps + res + 1)
+                push(heap, (begin + first[i], -1, res))
             at = slot[i]
             r_start[at] = begin
             r_end[at] = end
             if consumes[i] >= 0:
-                push(heap, (end + lat) * per_ps + (consumes[i] + 1) * wide)
+                push(heap, (end + lat, consumes[i], -1))
             produced(i, begin, end, burst[i])
     if done < slot[-1]:
         stuck = [i for i in range(n) if waiting[i]][:3]

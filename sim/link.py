@@ -496,13 +496,11 @@ def _one_shot_uncontended(
     route = np.zeros((width, deepest), dtype=np.int64)
     for m, r in enumerate(routes):
         route[m, : len(r)] = r
-    valid = np.broadcast_to(np.arange(deepest) < hops[:, None], (rounds, width, deepest))
-    t_eng = np.broadcast_to(route, (rounds, width, deepest))[valid]
+    hop_at = np.flatnonzero(np.arange(deepest) < hops[:, None])  # (message, hop) of a round
+    t_eng = np.tile(route.reshape(-1)[hop_at], rounds)
     link_chip = np.asarray([net.link_chip(i) for i in range(len(net.links))], dtype=np.int64)
-    hop_of = np.broadcast_to(np.arange(deepest), (rounds, width, deepest))[valid]
-    t_op = np.broadcast_to(
-        np.arange(half, dtype=np.int64).reshape(rounds, width, 1), (rounds, width, deepest)
-    )[valid]
+    hop_of = np.tile(hop_at % deepest, rounds)
+    t_op = (np.arange(rounds, dtype=np.int64)[:, None] * width + hop_at // deepest).reshape(-1)
     op = np.concatenate([t_op, np.arange(half, 2 * half, dtype=np.int64)])
     nlinks = len(net.links)
     cols_out = {
@@ -512,8 +510,8 @@ def _one_shot_uncontended(
         "stage": np.concatenate(
             [np.where(hop_of == 0, SEND, FORWARD), np.full(half, REDUCE, dtype=np.int64)]
         ),
-        "start": np.concatenate([begins[valid], r_begin.reshape(-1)]),
-        "end": np.concatenate([ends[valid], r_end.reshape(-1)]),
+        "start": np.concatenate([begins.reshape(rounds, -1)[:, hop_at].ravel(), r_begin.ravel()]),
+        "end": np.concatenate([ends.reshape(rounds, -1)[:, hop_at].ravel(), r_end.ravel()]),
         "nbytes": np.asarray(program.nbytes, dtype=np.int64)[op],
         "tile": np.asarray(program.step, dtype=np.int64)[op],
     }

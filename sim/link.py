@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from sim.oplog import OpLog
 from sim.topology import Topology, ps_for_bytes
@@ -318,21 +319,24 @@ def _holds(
 ) -> tuple[list[int], list[int], list[int], list[int]]:
     """Per op: time on its own engine, on its chip's HBM, until it ends (the longer), and
     for one burst (the streaming granule: ``hbm.burst_bytes``)."""
-    first, hbm, total, burst = [], [], [], []
-    seen: dict[tuple[int, int, int], tuple[int, int, int, int]] = {}
-    for key in zip(program.kind, program.nbytes, program.hbm, strict=True):
-        got = seen.get(key)
-        if got is None:
-            k, b, m = key
-            mem = hbm_default(k, b) if m < 0 else m
-            a, h = _op_ps(net, k, b, mem)
-            g = min(b, net.burst_bytes)
-            ga, gh = _op_ps(net, k, g, mem * g // b if b else 0)
-            got = seen[key] = (a, h, max(a, h), max(ga, gh))
-        first.append(got[0])
-        hbm.append(got[1])
-        total.append(got[2])
-        burst.append(got[3])
+    if not len(program):
+        return [], [], [], []
+    code = np.zeros(len(program), dtype=np.int64)
+    table = np.zeros((0, 1), dtype=np.int64)  # per code: the column values seen so far
+    for col in (program.kind, program.nbytes, program.hbm):
+        vals, inv = np.unique(np.asarray(col, dtype=np.int64), return_inverse=True)
+        pairs, code = np.unique(code * len(vals) + inv.reshape(-1), return_inverse=True)
+        code = code.reshape(-1)  # renumbered: codes stay below len(program)
+        table = np.vstack([table[:, pairs // len(vals)], vals[pairs % len(vals)]])
+    per_key = []
+    for k, b, m in table.T.tolist():
+        mem = hbm_default(k, b) if m < 0 else m
+        a, h = _op_ps(net, k, b, mem)
+        g = min(b, net.burst_bytes)
+        ga, gh = _op_ps(net, k, g, mem * g // b if b else 0)
+        per_key.append((a, h, max(a, h), max(ga, gh)))
+    per_op = np.asarray(per_key, dtype=np.int64)[code]
+    first, hbm, total, burst = (per_op[:, c].tolist() for c in range(4))
     return first, hbm, total, burst
 
 
@@ -349,6 +353,169 @@ def _dependents(program: FabricProgram) -> list[list[int]]:
                 f"op {i} consumes op {t}: it must be an earlier transfer it depends on"
             )
     return dependents
+
+
+@dataclass(frozen=True)
+class _OneShot:
+    """A program of ``rounds`` rounds of the same ``M`` transfers (one per (sender, receiver)
+    pair, none with dependencies, each consumed by one reduction), then the reductions in the
+    same order: reduction ``K + i`` consumes transfer ``i`` and depends on it and on at most
+    one earlier reduction of its round (``prev``, the same for every round) with the same
+    span. This is the program of ``direct``; :func:`_one_shot` recognises it."""
+
+    rounds: int
+    width: int  # M: transfers per round
+    prev: npt.NDArray[np.int64]  # per message: the message whose reduction it follows, or -1
+
+
+def _one_shot(net: Network, program: FabricProgram) -> _OneShot | None:
+    """The one-shot structure of ``program`` (:class:`_OneShot`), or None if it has another."""
+    n = len(program)
+    half = n // 2
+    if n == 0 or n % 2 or net.staging_buffers < 1:
+        return None
+    kind = np.asarray(program.kind, dtype=np.int64)
+    if (kind[:half] != TRANSFER).any() or (kind[half:] != REDUCTION).any():
+        return None
+    src = np.asarray(program.src, dtype=np.int64)
+    dst = np.asarray(program.dst, dtype=np.int64)
+    conn = src[:half] * net.chips + dst[:half]
+    again = np.flatnonzero(conn[1:] == conn[0])
+    width = int(again[0]) + 1 if len(again) else half
+    if half % width or len(np.unique(conn[:width])) != width:
+        return None
+    rounds = half // width
+    if (conn.reshape(rounds, width) != conn[:width]).any():
+        return None
+    ids = np.arange(half, dtype=np.int64)
+    consumes = np.asarray(program.consumes, dtype=np.int64)
+    if (consumes[:half] != -1).any() or (consumes[half:] != ids).any():
+        return None
+    if (src[half:] != dst[:half]).any() or (dst[half:] != dst[:half]).any():
+        return None
+    deps = program.deps
+    if any(deps[:half]):
+        return None
+    lens = np.fromiter(map(len, deps[half:]), dtype=np.int64, count=half)
+    if ((lens < 1) | (lens > 2)).any():
+        return None
+    flat = np.fromiter(itertools.chain.from_iterable(deps[half:]), np.int64, int(lens.sum()))
+    ends = np.cumsum(lens)
+    one, two = flat[ends - lens], flat[ends - 1]
+    if (one != ids).any():
+        return None
+    base = (ids // width) * width
+    prev = np.where(lens == 2, two - half - base, -1).reshape(rounds, width)
+    pos = np.arange(width)
+    if (prev != prev[0]).any() or ((prev[0] >= pos) | (prev[0] < -1)).any():
+        return None
+    chained = prev[0] >= 0
+    if (dst[:width][prev[0][chained]] != dst[:width][chained]).any():
+        return None
+    span = np.fromiter(itertools.chain.from_iterable(program.span), np.int64, 2 * n)
+    span = span.reshape(2, rounds, width, 2)
+    if (span[1] != span[0]).any() or (span[1][:, prev[0][chained]] != span[1][:, chained]).any():
+        return None
+    return _OneShot(rounds, width, prev[0].copy())
+
+
+def _one_shot_uncontended(
+    net: Network, program: FabricProgram, shape: _OneShot, holds: tuple[list[int], ...]
+) -> OpLog:
+    """:func:`simulate_fabric` with ``contention=False`` for a one-shot program, round by round
+    in numpy: the same recurrences the event loop follows, so the same log.
+
+    Without contention each pair's hop ``h`` is a FIFO server of that pair's transfers only,
+    served in round order; a transfer of round ``t >= B`` (``B`` staging buffers) gets the
+    earliest credit its pair has back and not yet used (credits of later rounds come back
+    after it leaves); a reduction starts when the first burst of each input is there.
+    """
+    rounds, width, lat = shape.rounds, shape.width, net.latency_ps
+    half = rounds * width
+    first, _hbm, total, burst = (np.asarray(h, dtype=np.int64) for h in holds)
+    t_first = first[:half].reshape(rounds, width)
+    t_total = total[:half].reshape(rounds, width)
+    t_burst = burst[:half].reshape(rounds, width)
+    r_total = total[half:].reshape(rounds, width)
+    r_burst = burst[half:].reshape(rounds, width)
+    src = np.asarray(program.src[:width], dtype=np.int64)
+    dst = np.asarray(program.dst[:width], dtype=np.int64)
+    routes = [net.routes[s][d] for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
+    hops = np.asarray([len(r) for r in routes], dtype=np.int64)
+    deepest = int(hops.max())
+    last = hops - 1
+    cols = np.arange(width)
+    levels: list[npt.NDArray[np.int64]] = []
+    depth = np.zeros(width, dtype=np.int64)
+    for m in range(width):  # prev[m] < m
+        if shape.prev[m] >= 0:
+            depth[m] = depth[shape.prev[m]] + 1
+    for level in range(int(depth.max()) + 1):
+        levels.append(np.flatnonzero(depth == level))
+    begins = np.zeros((rounds, width, deepest), dtype=np.int64)
+    ends = np.zeros((rounds, width, deepest), dtype=np.int64)
+    r_begin = np.zeros((rounds, width), dtype=np.int64)
+    r_end = np.zeros((rounds, width), dtype=np.int64)
+    link_free = np.zeros((deepest, width), dtype=np.int64)
+    buffers = net.staging_buffers
+    pool = np.zeros((buffers, width), dtype=np.int64)  # credits back, not yet used
+    for t in range(rounds):
+        if t < buffers:
+            grant = np.zeros(width, dtype=np.int64)
+        else:
+            slot = pool.argmin(axis=0)
+            grant = pool[slot, cols]
+        begin = np.maximum(grant, link_free[0])
+        end = np.maximum(begin + t_total[t], t_burst[t])
+        begins[t, :, 0], ends[t, :, 0] = begin, end
+        link_free[0] = end
+        for h in range(1, deepest):
+            on = hops > h
+            b = np.maximum(begin + lat, link_free[h])
+            e = np.maximum(b + t_first[t], end + lat)
+            begin, end = np.where(on, b, begin), np.where(on, e, end)
+            link_free[h] = np.where(on, e, link_free[h])
+            begins[t, :, h], ends[t, :, h] = begin, end
+        b_last, e_last = begins[t, cols, last], ends[t, cols, last]
+        head = np.minimum(b_last + lat + t_burst[t], e_last + lat)
+        tail = e_last + lat
+        rb, re = r_begin[t], r_end[t]
+        for ms in levels:
+            hd, tl = head[ms], tail[ms]
+            before = shape.prev[ms]
+            if before[0] >= 0:
+                hd = np.maximum(hd, np.minimum(rb[before] + r_burst[t, before], re[before]))
+                tl = np.maximum(tl, re[before])
+            rb[ms] = hd
+            re[ms] = np.maximum(hd + r_total[t, ms], tl + r_burst[t, ms])
+        credit = re + lat
+        if t < buffers:
+            pool[t] = credit
+        else:
+            pool[slot, cols] = credit
+    route = np.zeros((width, deepest), dtype=np.int64)
+    for m, r in enumerate(routes):
+        route[m, : len(r)] = r
+    hop_at = np.flatnonzero(np.arange(deepest) < hops[:, None])  # (message, hop) of a round
+    t_eng = np.tile(route.reshape(-1)[hop_at], rounds)
+    link_chip = np.asarray([net.link_chip(i) for i in range(len(net.links))], dtype=np.int64)
+    hop_of = np.tile(hop_at % deepest, rounds)
+    t_op = (np.arange(rounds, dtype=np.int64)[:, None] * width + hop_at // deepest).reshape(-1)
+    op = np.concatenate([t_op, np.arange(half, 2 * half, dtype=np.int64)])
+    nlinks = len(net.links)
+    cols_out = {
+        "op": op,
+        "chip": np.concatenate([link_chip[t_eng], np.tile(dst, rounds)]),
+        "engine": np.concatenate([t_eng, np.full(half, nlinks, dtype=np.int64)]),
+        "stage": np.concatenate(
+            [np.where(hop_of == 0, SEND, FORWARD), np.full(half, REDUCE, dtype=np.int64)]
+        ),
+        "start": np.concatenate([begins.reshape(rounds, -1)[:, hop_at].ravel(), r_begin.ravel()]),
+        "end": np.concatenate([ends.reshape(rounds, -1)[:, hop_at].ravel(), r_end.ravel()]),
+        "nbytes": np.asarray(program.nbytes, dtype=np.int64)[op],
+        "tile": np.asarray(program.step, dtype=np.int64)[op],
+    }
+    return OpLog.from_columns((*net.names, REDUCE_ENGINE, HBM_ENGINE), STAGES, cols_out)
 
 
 def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = True) -> OpLog:
@@ -376,17 +543,36 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
     receiver) pair has a link of its own at every hop (its chunks still queue behind each
     other), every op has a reduce engine and HBM to itself; staging buffers are as in the
     machine. That is the congestion-unaware critical path of
-    :func:`sim.collective_model.model`.
+    :func:`sim.collective_model.model`. A one-shot program (``direct``: :class:`_OneShot`)
+    is then timed round by round in numpy (:func:`_one_shot_uncontended`), with the same
+    recurrences and so the same log (``tests/test_link_fast.py`` compares both engines).
+    """
+    holds = _holds(net, program)
+    if not contention:
+        shape = _one_shot(net, program)
+        if shape is not None:
+            return _one_shot_uncontended(net, program, shape, holds)
+    return _simulate_events(net, program, holds, contention=contention)
+
+
+def _simulate_events(
+    net: Network, program: FabricProgram, holds: tuple[list[int], ...], *, contention: bool
+) -> OpLog:
+    """The event-driven engine of :func:`simulate_fabric`.
+
+    Only start and end times are dynamic: each record has a slot (op by op, hop by hop, the
+    log's order), and its chip, engine and stage follow from the op afterwards.
     """
     n = len(program)
-    kind, src, dst, step = program.kind, program.src, program.dst, program.step
-    first, hbm_hold, total, burst = _holds(net, program)
+    kind, src, dst = program.kind, program.src, program.dst
+    first, hbm_hold, total, burst = holds
     dependents = _dependents(program)
     waiting = [len(d) for d in program.deps]
     p, lat, routes = net.chips, net.latency_ps, net.routes
     nlinks = len(net.links)
+    consumes = program.consumes
     staged = [False] * n
-    for t in program.consumes:
+    for t in consumes:
         if t >= 0:
             staged[t] = True
     credits = [net.staging_buffers] * (p * p)
@@ -400,19 +586,40 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
     busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
     queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
     hbm_free = [0] * p
-    heap = [(0, i, 0) for i in range(n) if not waiting[i]]
+    conn = [s * p + d for s, d in zip(src, dst, strict=True)]
+    # per op: the servers of its hops (a transfer) or its reduce engine (one entry)
+    if contention:
+        pair_res = [routes[s][d] for s in range(p) for d in range(p)]
+    else:
+        pair_res = [
+            tuple(nlinks + p + c * hops + h for h in range(len(routes[c // p][c % p])))
+            for c in range(p * p)
+        ]
+    res_of = [
+        pair_res[c] if k == TRANSFER else (nlinks + s,)
+        for k, s, c in zip(kind, src, conn, strict=True)
+    ]
+    nrec = [
+        len(routes[s][d]) if k == TRANSFER else 1 for k, s, d in zip(kind, src, dst, strict=True)
+    ]
+    slot = list(itertools.accumulate(nrec, initial=0))
+    r_start = [0] * slot[-1]
+    r_end = [0] * slot[-1]
+    done = 0
+    ready = [i for i in range(n) if not waiting[i]]
+    if lat > 0:  # nothing comes back at time 0: past the staging buffers, pairs wait in id order
+        for idx, i in enumerate(ready):
+            if kind[i] == TRANSFER and staged[i]:
+                c = conn[i]
+                if credits[c]:
+                    credits[c] -= 1
+                    granted[i] = True
+                else:
+                    held[c].append(i)
+                    ready[idx] = -1
+    heap = [(0, i, 0) for i in ready if i >= 0]
     heapq.heapify(heap)
-    r_op: list[int] = []
-    r_hop: list[int] = []
-    r_eng: list[int] = []
-    r_stage: list[int] = []
-    r_chip: list[int] = []
-    r_start: list[int] = []
-    r_end: list[int] = []
-    link_chip = [net.link_chip(i) for i in range(nlinks)]
-    reduce_engine, hbm_engine = nlinks, nlinks + 1
     pop, push = heapq.heappop, heapq.heappush
-
     spans = program.span
 
     def produced(i: int, begin: int, end: int, grain: int) -> None:
@@ -443,27 +650,64 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
             if not waiting[j]:
                 push(heap, (head[j], j, 0))
 
-    def start(now: int, i: int, hop: int, res: int = -1) -> None:
-        k = kind[i]
+    while heap:
+        now, i, hop = pop(heap)
+        if i < 0:  # server `hop` frees: its first queued op starts
+            if not queue[hop]:
+                busy[hop] = False
+                continue
+            res = hop
+            i, hop = queue[hop].popleft()
+            k = kind[i]
+        elif hop < 0:  # a staging buffer comes back to the pair of transfer `i`
+            c = conn[i]
+            if held[c]:
+                j = held[c].popleft()
+                granted[j] = True
+                push(heap, (now, j, 0))
+            else:
+                credits[c] += 1
+            continue
+        else:
+            k = kind[i]
+            if k == TRANSFER and hop == 0 and staged[i] and not granted[i]:
+                c = conn[i]
+                if not credits[c]:
+                    held[c].append(i)
+                    continue
+                credits[c] -= 1
+                granted[i] = True
+            if k == COPY:
+                res = -1
+            else:
+                res = res_of[i][hop]
+                if busy[res]:
+                    queue[res].append((i, hop))
+                    continue
+                busy[res] = contention or k == TRANSFER
+        # op i starts its hop `hop` on server `res` at `now`
+        done += 1
         if k == TRANSFER:
-            route = routes[src[i]][dst[i]]
-            link = route[hop]
             begin = now
             if hop == 0:
-                chip = src[i]
                 if hbm_hold[i] and contention:  # a forwarded chunk streams from on-chip buffers
+                    chip = src[i]
                     if hbm_free[chip] > begin:
                         begin = hbm_free[chip]
                     hbm_free[chip] = begin + hbm_hold[i]
-                end = max(begin + total[i], tail[i] + burst[i])
+                end = begin + total[i]
+                if tail[i] + burst[i] > end:
+                    end = tail[i] + burst[i]
             else:
-                end = max(begin + first[i], hop_end[i] + lat)
+                end = begin + first[i]
+                if hop_end[i] + lat > end:
+                    end = hop_end[i] + lat
             hop_end[i] = end
             push(heap, (end, -1, res))
-            r_eng.append(link)
-            r_stage.append(FORWARD if hop else SEND)
-            r_chip.append(link_chip[link])
-            if hop + 1 < len(route):
+            at = slot[i] + hop
+            r_start[at] = begin
+            r_end[at] = end
+            if hop + 1 < nrec[i]:
                 push(heap, (begin + lat, i, hop + 1))
             else:
                 produced(i, begin + lat, end + lat, burst[i])
@@ -471,83 +715,65 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
             chip = src[i]
             begin = now if now > hbm_free[chip] or not contention else hbm_free[chip]
             hbm_free[chip] = begin + hbm_hold[i]
-            end = max(begin + total[i], tail[i] + burst[i])
+            end = begin + total[i]
+            if tail[i] + burst[i] > end:
+                end = tail[i] + burst[i]
             if k == REDUCTION and contention:  # busy for its work, not while data trickles in
-                push(heap, (begin + first[i], -1, nlinks + chip))
-            r_eng.append(reduce_engine if k == REDUCTION else hbm_engine)
-            r_stage.append(REDUCE if k == REDUCTION else COPY_STAGE)
-            r_chip.append(chip)
-            if program.consumes[i] >= 0:
-                push(heap, (end + lat, program.consumes[i], -1))
+                push(heap, (begin + first[i], -1, res))
+            at = slot[i]
+            r_start[at] = begin
+            r_end[at] = end
+            if consumes[i] >= 0:
+                push(heap, (end + lat, consumes[i], -1))
             produced(i, begin, end, burst[i])
-        r_op.append(i)
-        r_hop.append(hop)
-        r_start.append(begin)
-        r_end.append(end)
-
-    while heap:
-        t, i, hop = pop(heap)
-        if i < 0:  # server `hop` frees: its first queued op starts
-            if queue[hop]:
-                j, h = queue[hop].popleft()
-                start(t, j, h, hop)
-            else:
-                busy[hop] = False
-            continue
-        if hop < 0:  # a staging buffer comes back to the pair of transfer `i`
-            conn = src[i] * p + dst[i]
-            if held[conn]:
-                j = held[conn].popleft()
-                granted[j] = True
-                push(heap, (t, j, 0))
-            else:
-                credits[conn] += 1
-            continue
-        k = kind[i]
-        if k == TRANSFER and hop == 0 and staged[i] and not granted[i]:
-            conn = src[i] * p + dst[i]
-            if not credits[conn]:
-                held[conn].append(i)
-                continue
-            credits[conn] -= 1
-            granted[i] = True
-        if k == COPY:
-            start(t, i, hop)
-            continue
-        if k != TRANSFER:
-            res = nlinks + src[i]
-        elif contention:
-            res = routes[src[i]][dst[i]][hop]
-        else:
-            res = nlinks + p + (src[i] * p + dst[i]) * hops + hop
-        if busy[res]:
-            queue[res].append((i, hop))
-        else:
-            busy[res] = contention or k == TRANSFER
-            start(t, i, hop, res)
-    expected = sum(
-        len(routes[s][d]) if k == TRANSFER else 1 for k, s, d in zip(kind, src, dst, strict=True)
-    )
-    if len(r_op) < expected:
+    if done < slot[-1]:
         stuck = [i for i in range(n) if waiting[i]][:3]
         raise RuntimeError(
-            f"fabric program did not finish ({len(r_op)} of {expected} records): a dependency "
+            f"fabric program did not finish ({done} of {slot[-1]} records): a dependency "
             f"cycle or every staging buffer held by data that waits (e.g. ops {stuck}); "
             "raise chips.staging_buffers"
         )
-    op = np.asarray(r_op, dtype=np.int64)
-    order = np.lexsort((np.asarray(r_hop, dtype=np.int64), op))
-    nbytes = np.asarray(program.nbytes, dtype=np.int64)[op]
-    steps = np.asarray(step, dtype=np.int64)[op]
+    return _log(net, program, np.asarray(nrec, dtype=np.int64), r_start, r_end)
+
+
+def _log(
+    net: Network,
+    program: FabricProgram,
+    nrec: npt.NDArray[np.int64],
+    start: list[int],
+    end: list[int],
+) -> OpLog:
+    """The op log of ``program``: one record per hop of each transfer and per other op, in op
+    and hop order, with the given start and end times; chip, engine and stage follow from
+    each op (a hop's link and the chip it belongs to, the reduce engine, HBM for a copy)."""
+    n, p, nlinks = len(program), net.chips, len(net.links)
+    kind = np.asarray(program.kind, dtype=np.int64)
+    src = np.asarray(program.src, dtype=np.int64)
+    op = np.repeat(np.arange(n, dtype=np.int64), nrec)
+    hop = np.arange(len(op), dtype=np.int64) - np.repeat(np.cumsum(nrec) - nrec, nrec)
+    deepest = max(1, max((len(r) for row in net.routes for r in row), default=1))
+    route = np.zeros((p * p, deepest), dtype=np.int64)
+    for s, row in enumerate(net.routes):
+        for d, r in enumerate(row):
+            route[s * p + d, : len(r)] = r
+    conn = src * p + np.asarray(program.dst, dtype=np.int64)
+    link = route[conn[op], np.minimum(hop, deepest - 1)]
+    k = kind[op]
+    link_chip = np.asarray([net.link_chip(i) for i in range(nlinks)], dtype=np.int64)
+    on_link = k == TRANSFER
     cols = {
-        "op": op[order],
-        "chip": np.asarray(r_chip, dtype=np.int64)[order],
-        "engine": np.asarray(r_eng, dtype=np.int64)[order],
-        "stage": np.asarray(r_stage, dtype=np.int64)[order],
-        "start": np.asarray(r_start, dtype=np.int64)[order],
-        "end": np.asarray(r_end, dtype=np.int64)[order],
-        "nbytes": nbytes[order],
-        "tile": steps[order],
+        "op": op,
+        "chip": np.where(on_link, link_chip[link] if nlinks else 0, src[op]),
+        "engine": np.where(on_link, link, np.where(k == REDUCTION, nlinks, nlinks + 1)),
+        "stage": np.where(
+            on_link,
+            np.where(hop == 0, SEND, FORWARD),
+            np.where(k == REDUCTION, REDUCE, COPY_STAGE),
+        ),
+        "start": np.asarray(start, dtype=np.int64),
+        "end": np.asarray(end, dtype=np.int64),
+        "nbytes": np.asarray(program.nbytes, dtype=np.int64)[op],
+        "tile": np.asarray(program.step, dtype=np.int64)[op],
     }
     return OpLog.from_columns((*net.names, REDUCE_ENGINE, HBM_ENGINE), STAGES, cols)
 

@@ -47,7 +47,9 @@ when it ends. Every operation treats the elements of a piece alike, so a piece's
 values stay ``A + B e`` and are kept as the exact integer pair ``(A, B)`` plus a bit mask of
 the inputs summed into it: exact at any size without materialising ``p x count`` numbers.
 A transfer whose recorded links do not lead from its sender to its consumer's chip, or a
-consumer that starts before its data arrived, is an error naming the ops.
+consumer that starts before its data arrived, is an error naming the ops. When every
+consumer reduces a fresh send (``direct``), sums and ORs commute, so the replay adds the
+log's reductions up in numpy instead of in time order (same result, :func:`_replay_sums`).
 """
 
 from __future__ import annotations
@@ -487,6 +489,9 @@ def fabric_program(schedule: Schedule) -> Compiled:
     step is placed before the step's receives land, so it reads the data as before the
     step. Within a step, transfers go round-robin over the messages, one chunk each.
     """
+    one_shot = _one_shot_program(schedule)
+    if one_shot is not None:
+        return one_shot
     bpe, chunk = schedule.bytes_per_element, schedule.chunk_bytes
     depth = schedule.depth
     cache: dict[Range, list[Range]] = {}
@@ -533,6 +538,67 @@ def fabric_program(schedule: Schedule) -> Compiled:
             note(lo, hi, is_reduce, False)
             writer[dst][lo:hi] = [got] * (hi - lo)
     return out
+
+
+def _one_shot_program(schedule: Schedule) -> Compiled | None:
+    """:func:`fabric_program` of a one-step schedule whose messages all reduce fresh data over
+    one range (``direct``), built column by column; None for any other schedule.
+
+    The same program the general loop builds: transfer ``t * M + m`` is chunk ``t`` of
+    message ``m`` (round-robin), reading HBM and depending on nothing; reduction
+    ``K + t * M + m`` consumes it and depends on it and on the last earlier reduction of
+    chunk ``t`` on the same chip (the previous message of the step to that chip).
+    """
+    if len(schedule.steps) != 1:
+        return None
+    step = schedule.steps[0]
+    lo, hi = step[0].lo, step[0].hi
+    if not all(m.fresh and m.reduce and m.lo == lo and m.hi == hi for m in step):
+        return None
+    bpe = schedule.bytes_per_element
+    plan = chunks(lo, hi, bpe, schedule.chunk_bytes, schedule.depth)
+    bounds = sorted({0, schedule.count, *(x for r in plan for x in r)})
+    index = {b: i for i, b in enumerate(bounds)}
+    rounds, width = len(plan), len(step)
+    half = rounds * width
+    src = np.asarray([m.src for m in step], dtype=np.int64)
+    dst = np.asarray([m.dst for m in step], dtype=np.int64)
+    last: dict[int, int] = {}
+    prev = np.full(width, -1, dtype=np.int64)  # the earlier message of the step to dst[m]
+    for m, d in enumerate(dst.tolist()):
+        prev[m] = last.get(d, -1)
+        last[d] = m
+    nb = np.asarray([(b - a) * bpe for a, b in plan], dtype=np.int64)
+    per_op = np.repeat(nb, width)
+    t_ids = np.arange(half, dtype=np.int64)
+    r_prev = np.where(
+        np.tile(prev, rounds) >= 0, half + t_ids - np.tile(np.arange(width) - prev, rounds), -1
+    )
+    r_deps: list[tuple[int, ...]] = [
+        (t, q) if q >= 0 else (t,) for t, q in zip(t_ids.tolist(), r_prev.tolist(), strict=True)
+    ]
+    spans = [r for r in plan for _ in range(width)]
+    piece_lo = [index[a] for a, _b in plan for _ in range(width)]
+    piece_hi = [index[b] for _a, b in plan for _ in range(width)]
+    program = FabricProgram(
+        kind=[TRANSFER] * half + [REDUCTION] * half,
+        src=np.tile(src, rounds).tolist() + np.tile(dst, rounds).tolist(),
+        dst=np.tile(dst, rounds).tolist() * 2,
+        nbytes=per_op.tolist() * 2,
+        step=[0] * (2 * half),
+        deps=[()] * half + r_deps,
+        consumes=[-1] * half + t_ids.tolist(),
+        hbm=per_op.tolist() + [-1] * half,
+        span=spans * 2,
+    )
+    return Compiled(
+        program,
+        bounds,
+        lo=piece_lo * 2,
+        hi=piece_hi * 2,
+        reduce=[True] * (2 * half),
+        fresh=[True] * half + [False] * half,
+    )
 
 
 def _deps(writers: list[int], lo: int, hi: int) -> tuple[int, ...]:
@@ -586,34 +652,42 @@ def _route_problems(net: Network, compiled: Compiled, log: OpLog) -> str:
         i = int(bad[0])
         return f"op {int(ops[i])}: transfer {src[ops[i]]}->{dst[ops[i]]} starts on {names[eng[i]]}"
     lat = net.latency_ps
-    arrive = dict(zip(ops[last].tolist(), (log.end[link][last] + lat).tolist(), strict=True))
-    begins = dict(zip(ops[last].tolist(), (log.start[link][last] + lat).tolist(), strict=True))
-    at = dict(zip(ops[last].tolist(), v[last].tolist(), strict=True))
-    last_link = dict(zip(ops[last].tolist(), eng[last].tolist(), strict=True))
+    n = len(prog)
+    arrive = np.zeros(n, dtype=np.int64)
+    begins = np.zeros(n, dtype=np.int64)
+    at = np.full(n, -1, dtype=np.int64)
+    last_link = np.zeros(n, dtype=np.int64)
+    tops = ops[last]
+    arrive[tops] = log.end[link][last] + lat
+    begins[tops] = log.start[link][last] + lat
+    at[tops] = v[last]
+    last_link[tops] = eng[last]
     consumer = ~link
-    for op, chip, start, end in zip(
-        log.op[consumer].tolist(),
-        log.chip[consumer].tolist(),
-        log.start[consumer].tolist(),
-        log.end[consumer].tolist(),
-        strict=True,
-    ):
-        t = prog.consumes[op]
-        if t < 0:
-            continue
-        if t not in at:
-            return f"op {op} on chip {chip} consumes transfer op {t}, which never crossed a link"
-        if at[t] != chip:
+    c_op = log.op[consumer].astype(np.int64)
+    c_chip = log.chip[consumer].astype(np.int64)
+    c_start, c_end = log.start[consumer], log.end[consumer]
+    t = np.asarray(prog.consumes, dtype=np.int64)[c_op]
+    tt = np.maximum(t, 0)
+    missing = (t >= 0) & (at[tt] < 0)
+    elsewhere = (t >= 0) & ~missing & (at[tt] != c_chip)
+    early = (t >= 0) & ~missing & ~elsewhere & ((c_start < begins[tt]) | (c_end <= arrive[tt]))
+    failed = np.flatnonzero(missing | elsewhere | early)
+    if len(failed):
+        i = int(failed[0])
+        op, chip, t_i = int(c_op[i]), int(c_chip[i]), int(t[i])
+        if missing[i]:
+            return f"op {op} on chip {chip} consumes transfer op {t_i}, which never crossed a link"
+        if elsewhere[i]:
             return (
-                f"op {t}: transfer {prog.src[t]}->{prog.dst[t]} left its data at chip {at[t]} "
-                f"(its last link is {names[last_link[t]]}), not at chip {chip}, where op {op} "
-                "consumes it: the data skipped a link"
+                f"op {t_i}: transfer {prog.src[t_i]}->{prog.dst[t_i]} left its data at chip "
+                f"{at[t_i]} (its last link is {names[last_link[t_i]]}), not at chip {chip}, "
+                f"where op {op} consumes it: the data skipped a link"
             )
-        if start < begins[t] or end <= arrive[t]:
-            return (
-                f"op {op} on chip {chip} runs {start}..{end} ps, but the data of transfer op {t} "
-                f"arrives {begins[t]}..{arrive[t]} ps: it uses data before it arrived"
-            )
+        return (
+            f"op {op} on chip {chip} runs {int(c_start[i])}..{int(c_end[i])} ps, but the data of "
+            f"transfer op {t_i} arrives {begins[t_i]}..{arrive[t_i]} ps: it uses data before it "
+            "arrived"
+        )
     return ""
 
 
@@ -639,6 +713,9 @@ def replay(schedule: Schedule, net: Network, compiled: Compiled, log: OpLog) -> 
     prog = compiled.program
     sends = log.stage == SEND
     consumer = (log.stage == REDUCE) | (log.stage == COPY_STAGE)
+    summed = _replay_sums(compiled, log, consumer, (a, b, mask), (a0, b0, m0))
+    if summed is not None:
+        return summed
     times = np.concatenate([log.end[sends], log.end[consumer]])
     ops = np.concatenate([log.op[sends], log.op[consumer]])
     kinds = np.concatenate(
@@ -668,6 +745,40 @@ def replay(schedule: Schedule, net: Network, compiled: Compiled, log: OpLog) -> 
             a[c, x:y] = da
             b[c, x:y] = db
             mask[c, x:y] = dm
+    return Replayed(a, b, mask)
+
+
+def _replay_sums(
+    compiled: Compiled,
+    log: OpLog,
+    consumer: npt.NDArray[np.bool_],
+    start: tuple[I64, I64, I64],
+    inputs: tuple[I64, I64, I64],
+) -> Replayed | None:
+    """:func:`replay` when every consumer is a reduction of a fresh send (``direct``), each
+    transfer consumed once: sums and ORs commute, so the order of the log does not matter and
+    each chip's result is its start plus what its reductions received, summed in numpy.
+    None when the log has any other shape (the general replay then follows it in order)."""
+    prog = compiled.program
+    ops = log.op[consumer].astype(np.int64)
+    if not len(ops) or (log.stage[consumer] != REDUCE).any():
+        return None
+    t = np.asarray(prog.consumes, dtype=np.int64)[ops]
+    fresh = np.asarray(compiled.fresh, dtype=bool)
+    if (t < 0).any() or not fresh[t].all() or len(np.unique(t)) != len(t):
+        return None
+    a, b, mask = (x.copy() for x in start)
+    a0, b0, m0 = inputs
+    chip = np.asarray(prog.src, dtype=np.int64)[ops]
+    sender = np.asarray(prog.src, dtype=np.int64)[t]
+    lo = np.asarray(compiled.lo, dtype=np.int64)[ops]
+    width = np.asarray(compiled.hi, dtype=np.int64)[ops] - lo
+    rows = np.repeat(chip, width)
+    pieces = np.repeat(lo - np.cumsum(width) + width, width) + np.arange(int(width.sum()))
+    who = np.repeat(sender, width)
+    np.add.at(a, (rows, pieces), a0[who])
+    np.add.at(b, (rows, pieces), b0[who])
+    np.bitwise_or.at(mask, (rows, pieces), m0[who])
     return Replayed(a, b, mask)
 
 

@@ -41,10 +41,21 @@ byte on a link direction (beta = 1 / link_bw), ``g`` = time per byte of reductio
    halving-doubling and the double binary tree, whose steps form one dependency chain, a
    transfer holds its pair's link for its fair share: its bytes times the pairs of its
    step that cross its busiest link.
-6. **Busiest resource on that path** (a release-time bound): for each link direction,
-   reduce engine and HBM, and each op ``j`` on it in order of its start on the path,
-   ``start_j + work of j and every later op there + what the path still does after the
-   resource's last op``.
+6. **Busiest resource on that path** (Carlier 1982, "The one-machine sequencing problem":
+   a machine's ops with release times ``r_j`` (heads), work ``w_j`` and tails ``q_j`` take
+   at least ``min r + sum w + min q`` over any subset of them): for each link direction,
+   reduce engine and HBM, and each op ``j`` on it in order of its start on that path,
+   ``start_j + work of j and every later op there + the shortest tail among them``. A tail
+   is the least time an op's dependents still need after it, whatever the contention
+   (one burst per dependent and the hops' latencies, ADR 0005 decision 4). ADR 0010 took
+   instead "what the path does after the resource's last op", which is not a tail of the
+   ops on it (an op whose dependents have slack was charged another chain's length): the
+   double binary tree on a 6-chip switch at 40 MB was modelled 1.48x too slow (ADR 0015).
+7. **One-port phases** (ADR 0015). Double binary tree (Sanders, Speck and Traeff 2009, a
+   binary tree pipelined in ``k`` pieces takes ``2 d + k - 1`` stages of ``2 beta n / k`` in
+   the one-port model): :func:`_tree_stages`. Halving-doubling on a switch, whose chips
+   have one port (the one-port model of Thakur, Rabenseifner and Gropp 2005, phases one
+   after another): :func:`_hd_one_port`.
 
 :func:`lower_bounds_ps` gives what no allreduce on this machine can beat.
 """
@@ -72,6 +83,7 @@ from sim.limits import check_collective
 from sim.link import (
     FORWARD,
     REDUCE,
+    REDUCTION,
     SEND,
     TRANSFER,
     FabricProgram,
@@ -122,6 +134,7 @@ class CollectiveModel:
     pipeline_ps: float
     critical_path_ps: float
     resource_path_ps: float
+    one_port_ps: float
     busiest_link_ps: float
     busiest_engine_ps: float
     busiest_hbm_ps: float
@@ -475,7 +488,7 @@ def model(
     chunk_bytes: int | None = None,
     contention: bool = True,
 ) -> CollectiveModel:
-    """The model of one collective: the largest of its four terms (module docstring)."""
+    """The model of one collective: the largest of its terms (module docstring)."""
     if collective not in COLLECTIVES:
         raise CollectiveError(f"unknown collective {collective!r}; use {', '.join(COLLECTIVES)}")
     if collective != "allreduce" and algorithm != "ring":
@@ -488,7 +501,8 @@ def model(
         pipeline = max((_pipeline(net, steps, costs) for steps in parts if steps), default=0.0)
     link, engine, hbm = _resources(net, parts, costs)
     critical, path = _critical(topo, net, algorithm, nbytes, collective, chunk_bytes, costs)
-    terms = (pipeline, critical, path, link, engine, hbm)
+    one_port = _one_port(net, algorithm, nbytes, costs) if collective == "allreduce" else 0.0
+    terms = (pipeline, critical, path, one_port, link, engine, hbm)
     return CollectiveModel(
         algorithm=algorithm,
         collective=collective,
@@ -498,6 +512,7 @@ def model(
         pipeline_ps=pipeline,
         critical_path_ps=critical,
         resource_path_ps=path,
+        one_port_ps=one_port,
         busiest_link_ps=link,
         busiest_engine_ps=engine,
         busiest_hbm_ps=hbm,
@@ -506,8 +521,67 @@ def model(
     )
 
 
+def _one_port(net: Network, algorithm: str, nbytes: int, c: _Costs) -> float:
+    """Term 7 (module docstring): the one-port phase terms of the double binary tree and of
+    halving-doubling on a switch; 0 for the other algorithms."""
+    p, n = net.chips, float(nbytes)
+    if p <= 1 or n == 0:
+        return 0.0
+    if algorithm == "double_binary_tree":
+        return _tree_stages(net, n, c)
+    if algorithm == "halving_doubling" and net.kind == "switch":
+        return _hd_one_port(net, n, c)
+    return 0.0
+
+
+def _tree_stages(net: Network, n: float, c: _Costs) -> float:
+    """The pipelined double binary tree of Sanders, Speck and Traeff 2009 (their section 2,
+    a binary tree pipelined in ``k`` pieces takes ``(2 d + k - 1)`` stages of ``2 beta n / k``
+    under the one-port model: a node's two children share its one receive port):
+    ``sum_s t_s + (k - 1) max_s t_s + S a``, over the ``S`` steps of both trees together (up
+    by height, then down by depth), ``k`` chunks of ``c`` bytes per half message.
+    ``t_s = f_s c b`` when ``f_s >= 2`` chunk streams of step ``s`` cross one link direction
+    (the link serves whole chunks first come, first served, so a chunk is complete there
+    only after all ``f_s`` have crossed: store-and-forward per level), and 0 when every
+    stream has a link to itself (it streams through at the granule of one burst, ADR 0005
+    decision 4, and the critical path, term 5, times it). Each level adds one link latency
+    ``a`` to the fill."""
+    p = net.chips
+    trees = [_tree_part(t, net.ring_order(), n / 2) for t in double_binary_tree(p)]
+    levels = max(len(t) for t in trees)
+    depth = max(1, net.staging_buffers // 2)
+    k = 1 << (max(math.ceil(n / 2 / c.chunk - 1e-9), depth, 1) - 1).bit_length()
+    size = n / 2 / k
+    stage = []
+    for s in range(levels):
+        flows = tuple(f for t in trees if s < len(t) for f in t[s].flows)
+        share = max(_load(net, ModelStep(flows, size, True)).values(), default=1)
+        stage.append(share * size * c.beta if share >= 2 else 0.0)
+    return sum(stage) + (k - 1) * max(stage) + levels * c.alpha
+
+
+def _hd_one_port(net: Network, n: float, c: _Costs) -> float:
+    """Halving-doubling on a switch (one port per chip, the one-port model of Thakur,
+    Rabenseifner and Gropp 2005, whose cost is the sum of the phases): the busiest chip's
+    port receives the fold and its reduce-scatter data, then sends its all-gather data and
+    the result of the fold back: ``max_chip (in-load of the first half of the steps +
+    out-load of the second half) b``. For ``p`` a power of two this is the busiest port; for
+    other ``p`` a survivor of the fold carries ``n`` more each way."""
+    steps = _hd_steps(net.chips, n)
+    half = len(steps) // 2
+    into: dict[int, float] = {}
+    out: dict[int, float] = {}
+    for i, st in enumerate(steps):
+        for src, dst in st.flows:
+            if i < half:
+                into[dst] = into.get(dst, 0.0) + st.nbytes
+            else:
+                out[src] = out.get(src, 0.0) + st.nbytes
+    return max(into.get(x, 0.0) + out.get(x, 0.0) for x in range(net.chips)) * c.beta
+
+
 GRID = ("ring", "torus2d")  # the chunk grid (term 1) models these; the others by their program
-SHARED = ("halving_doubling", "double_binary_tree")  # steps of one chain: fair link shares
+SHARED = ("halving_doubling", "double_binary_tree")
 
 
 def _critical(
@@ -555,20 +629,65 @@ def _critical(
     )
     work = np.concatenate([nb[on_link] * c.beta, nb[reduce] * c.gamma, mem[reads] * c.mem])
     start = np.concatenate([log.start[on_link], log.start[reduce], log.start[reads]])
-    end = np.concatenate([log.end[on_link], log.end[reduce], log.end[reads]])
     if not len(res):
         return total, 0.0
-    size = nlinks + 2 * p
-    last = np.zeros(size)
-    np.maximum.at(last, res, end.astype(np.float64))
-    # per resource, ops by start: from op j on, the work of j and every later op
+    # the tail of each record: the least time its op's dependents still need after it ends
+    ops = np.concatenate([op[on_link], op[reduce], op[reads]])
+    hop = _hop_index(op)
+    hops_left = np.asarray([net.hops(s, d) for s, d in zip(prog.src, prog.dst, strict=True)])
+    left = np.where(np.asarray(prog.kind)[op] == TRANSFER, hops_left[op] - 1 - hop, 0)
+    rec_tail = left * c.alpha
+    tail = np.concatenate([rec_tail[on_link], rec_tail[reduce], rec_tail[reads]])
+    tail = tail + _tails(net, prog, mem_op, c)[ops]
+    # per resource, ops by start: from op j on, the work of j and every later op, then the
+    # shortest tail among them (Carlier 1982's one-machine bound with heads and tails)
     order = np.lexsort((start, res))
-    r, w, t0 = res[order], work[order], start[order].astype(np.float64)
+    r, w, t0, q = res[order], work[order], start[order].astype(np.float64), tail[order]
     suffix = np.cumsum(w[::-1])[::-1]
     group_end = np.searchsorted(r, r, side="right")  # one past each op's resource group
     after = suffix - np.append(suffix, 0.0)[group_end]
-    path = t0 + after + np.maximum(total - last[r], 0.0)
+    path = t0 + after + _suffix_min(r, q)
     return total, float(path.max(initial=0.0))
+
+
+def _hop_index(op: np.ndarray) -> np.ndarray:
+    """Each record's hop within its op (records sorted by op, then hop)."""
+    idx = np.arange(len(op))
+    first = np.r_[True, op[1:] != op[:-1]]
+    return idx - np.maximum.accumulate(np.where(first, idx, 0))
+
+
+def _tails(net: Network, prog: FabricProgram, mem: list[int], c: _Costs) -> np.ndarray:
+    """Per op: the least time the ops that depend on it (directly or not) still need after
+    it is done (a transfer: when its last hop ends), whatever the contention. Along each
+    chain of dependents: a transfer's data arrives ``a`` after its last hop ends; a
+    dependent ends no earlier than one burst after its input (ADR 0005 decision 4: ops
+    stream at the granule of one burst), and a transfer's last hop ends ``(h-1) a`` after
+    its first."""
+    out = np.zeros(len(prog))
+    for i in range(len(prog) - 1, -1, -1):
+        k, nb = prog.kind[i], prog.nbytes[i]
+        g = min(nb, c.burst)
+        grain = g * (c.beta if k == TRANSFER else c.gamma if k == REDUCTION else 0.0)
+        grain = max(grain, (mem[i] * g / nb if nb else 0.0) * c.mem)
+        if k == TRANSFER:
+            grain += (net.hops(prog.src[i], prog.dst[i]) - 1) * c.alpha
+        here = out[i] + grain  # from when op i's input is there to the program's end
+        for d in prog.deps[i]:
+            lag = here + (c.alpha if prog.kind[d] == TRANSFER else 0.0)
+            if lag > out[d]:
+                out[d] = lag
+    return out
+
+
+def _suffix_min(group: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``value[j:]``'s minimum within ``j``'s group (``group`` sorted, groups contiguous)."""
+    if not len(value):
+        return value
+    ids = np.cumsum(np.r_[True, group[1:] != group[:-1]])  # 1, 2, ... per group
+    span = float(value.max() - value.min()) + 1.0
+    shifted = value[::-1] + span * ids[::-1]  # a later group (first when reversed) is larger
+    return np.minimum.accumulate(shifted)[::-1] - span * ids
 
 
 def _shared(net: Network, prog: FabricProgram, mem: list[int]) -> FabricProgram:

@@ -1,0 +1,49 @@
+"""The model on the configs where ADR 0010's model was furthest from the simulator (ADR 0015).
+
+Each config was outside the bound asserted here before the correction it names (measured
+sim / model in the docstring); the simulator is the reference, the model must track it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sim import load_topology
+from sim.collective_model import model
+from sim.kernels.allreduce import allreduce
+
+BASE = load_topology()
+
+
+def _ratio(kind: str, p: int, algorithm: str, nbytes: int) -> float:
+    topo = BASE.replace_chips(count=p, topology=kind)
+    return allreduce(topo, nbytes, algorithm).time_ps / model(topo, algorithm, nbytes).time_ps
+
+
+@pytest.mark.parametrize(("nbytes", "most"), [(40_250_972, 1.03), (173_416_656, 1.12)])
+def test_release_bound_charges_the_shortest_tail(nbytes: int, most: float) -> None:
+    """Double binary tree on a 6-chip switch, port-bound. ADR 0010's release-time term added
+    the whole rest of the path after a port's last op and modelled it up to 1.48x too slow
+    (sim / model 0.675 at 40 MB, 0.739 at 173 MB); with Carlier's shortest tail among the
+    port's ops it no longer overshoots (the simulator is 1.01x and 1.11x the busiest port's
+    load there)."""
+    ratio = _ratio("switch", 6, "double_binary_tree", nbytes)
+    assert 0.97 < ratio < most, ratio
+
+
+@pytest.mark.parametrize("nbytes", [819_912, 1_211_864])
+def test_double_binary_tree_pipeline_fill_on_one_port(nbytes: int) -> None:
+    """32-chip switch, about 1 MB: 4 chunks per half through 10 levels whose parents' single
+    port takes two children's chunks. ADR 0010: sim / model 1.43 and 1.38 (no term saw the
+    per-level store-and-forward); the Sanders-Speck-Traeff stages bring it within 1.2."""
+    ratio = _ratio("switch", 32, "double_binary_tree", nbytes)
+    assert 0.95 < ratio < 1.2, ratio
+
+
+def test_halving_doubling_fold_serialises_on_a_switch_port() -> None:
+    """26 chips on a switch (10 folded pairs), 94 MB: a survivor's one port takes the fold
+    and its reduce-scatter, then sends the all-gather and the result back. ADR 0010: sim /
+    model 1.558 (the busiest port's load, 2.875 n b); the one-port phase sum 3.875 n b brings
+    it within 1.2."""
+    ratio = _ratio("switch", 26, "halving_doubling", 94_245_798)
+    assert 0.95 < ratio < 1.2, ratio

@@ -1,12 +1,12 @@
 """Figures drawn beside the controller, in fresh processes, when the run is parallel (xdist).
 
 The controller of an xdist run gathers every result and then draws each bench's figures; drawn
-one bench after another they were most of a run's wall time (issue 14). Under ``-n N`` up to
-``N`` benches, all but the last, are handed to child processes (``python -m
-pytest_npubench.drawing``), started with the session so that their imports overlap the run.
-Each child is sent its bench's results as soon as the last of them has reported, so it draws
-while the workers still run the later benches; the controller draws the last bench itself at
-the end (it finishes last, and is drawn without a hand-over).
+one bench after another they were most of a run's wall time (issue 14). Under ``-n N`` the
+figures of all benches but the last go to up to ``N - 1`` child processes (``python -m
+pytest_npubench.drawing``), dealt round-robin and started with the session so that their
+imports overlap the run. A bench is sent to its child as soon as its last result has
+reported, so it is drawn while the workers still run the later benches (a child draws its
+benches one after another); the controller draws the last bench itself at the end.
 
 A child is a new interpreter (not a fork: the xdist controller runs execnet threads, and a
 forked copy of them is unsafe). It imports the bench module from the same file, rebuilds the
@@ -17,12 +17,13 @@ not depend on which process drew it (``-n 0`` and ``-n 2`` write the same files)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,23 +33,28 @@ from pytest_npubench.discover import benches_in, import_bench_module
 
 @dataclass
 class FigureJob:
-    """A child process that draws one bench's figures once it is sent the results.
+    """A child process that draws the figures of one or more benches, each once it is sent
+    that bench's results (one after another, in the order sent).
 
-    Started early (the controller's session start), it imports matplotlib and the bench module
-    while the workers run, then waits for its job on stdin.
+    Started early (the controller's session start), it imports matplotlib and the bench
+    modules while the workers run, then reads jobs from stdin, one line each.
     """
 
-    bench: str
+    benches: list[str]
     process: subprocess.Popen[str]
-    job_file: Path | None = None
-    #: the results it was sent (None until :meth:`send`)
-    sent: dict[str, ConfigResult] | None = None
+    #: the results each bench was sent (absent until :meth:`send`)
+    sent: dict[str, dict[str, ConfigResult]] = field(default_factory=dict)
+    job_files: list[Path] = field(default_factory=list)
+    answers: dict[str, dict[str, Any]] | None = None
+    error: str = ""
 
-    def send(self, results: Mapping[str, ConfigResult], outdir: Path, root: Path) -> None:
-        """Hand over the results; the child draws into ``outdir`` (paths relative to root).
-        The job goes through a file and only its name through the pipe, so this never waits
-        for a child that is still importing."""
+    def send(
+        self, bench: str, results: Mapping[str, ConfigResult], outdir: Path, root: Path
+    ) -> None:
+        """Hand over one bench's results; the child draws into ``outdir`` (paths relative
+        to root). The job goes through a file and only its name through the pipe."""
         job = {
+            "bench": bench,
             "outdir": str(outdir),
             "root": str(root),
             "results": [r.to_payload() for r in results.values()],
@@ -57,58 +63,80 @@ class FigureJob:
             "w", suffix=".json", prefix="npubench-figures-", delete=False, encoding="utf-8"
         ) as handle:
             json.dump(job, handle)
-        self.job_file = Path(handle.name)
-        self._close_stdin(handle.name)
-        self.sent = dict(results)
-
-    def cancel(self) -> None:
-        """Not needed after all: the child exits on an empty job (killed if it does not)."""
-        self._close_stdin("")
-        try:
-            self.process.communicate(timeout=30)  # reads and closes its pipes
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.communicate()
-        if self.job_file is not None:
-            self.job_file.unlink(missing_ok=True)
-
-    def kill(self) -> None:
-        """Stop the child now, whatever it is doing (its results went stale)."""
-        self._close_stdin("")
-        self.process.kill()
-        self.process.communicate()
-        if self.job_file is not None:
-            self.job_file.unlink(missing_ok=True)
-
-    def _close_stdin(self, text: str) -> None:
-        stdin, self.process.stdin = self.process.stdin, None  # communicate() must not touch it
+        self.job_files.append(Path(handle.name))
+        self.sent[bench] = dict(results)
+        stdin = self.process.stdin
         if stdin is None:
             return
         try:
-            stdin.write(text)
-            stdin.close()
+            stdin.write(handle.name + "\n")
+            stdin.flush()
         except OSError:  # the child died early; result() says why
             pass
 
-    def result(self) -> list[Path]:
-        """Wait for the child; the figure files it drew, relative to the artifact root.
+    def finish(self) -> None:
+        """No more jobs: wait until the child has drawn every one it was sent."""
+        if self.answers is not None:
+            return
+        self._close_stdin()
+        out, err = self.process.communicate()
+        self._remove_job_files()
+        self.answers = {}
+        for line in out.splitlines():
+            try:
+                answer = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(answer, dict) and "bench" in answer:
+                self.answers[answer["bench"]] = answer
+        tail = "\n".join(err.strip().splitlines()[-20:]) or "no output"
+        self.error = f"the process drawing them exited with {self.process.returncode}:\n{tail}"
+
+    def result(self, bench: str) -> list[Path]:
+        """Wait for the child; the figure files it drew for ``bench``, relative to the
+        artifact root.
 
         Raises :class:`FigureError` with the child's message and bench traceback if the
         figures function raised, or RuntimeError if the child itself died.
         """
-        out, err = self.process.communicate()
-        if self.job_file is not None:
-            self.job_file.unlink(missing_ok=True)
-        try:
-            answer = json.loads(out.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            tail = "\n".join(err.strip().splitlines()[-20:]) or "no output"
-            raise RuntimeError(
-                f"the process drawing them exited with {self.process.returncode}:\n{tail}"
-            ) from None
+        self.finish()
+        assert self.answers is not None
+        answer = self.answers.get(bench)
+        if answer is None:
+            raise RuntimeError(self.error)
         if "error" in answer:
             raise FigureError(answer["error"], answer["traceback"])
         return [Path(p) for p in answer["paths"]]
+
+    def cancel(self) -> None:
+        """Not needed any more: the child exits at the end of its input (killed if it does
+        not within 30 s)."""
+        self._close_stdin()
+        try:
+            self.process.communicate(timeout=30)  # reads and closes its pipes
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.answers = self.answers or {}
+        self._remove_job_files()
+
+    def kill(self) -> None:
+        """Stop the child now, whatever it is doing."""
+        self._close_stdin()
+        self.process.kill()
+        self.process.communicate()
+        self.answers = self.answers or {}
+        self._remove_job_files()
+
+    def _close_stdin(self) -> None:
+        stdin, self.process.stdin = self.process.stdin, None  # communicate() must not touch it
+        if stdin is None:
+            return
+        with contextlib.suppress(OSError):
+            stdin.close()
+
+    def _remove_job_files(self) -> None:
+        for path in self.job_files:
+            path.unlink(missing_ok=True)
 
 
 class FigureError(Exception):
@@ -120,45 +148,56 @@ class FigureError(Exception):
         self.detail = detail
 
 
-def start(source: Path, rootpath: Path, bench: str) -> FigureJob:
-    """Start a child for ``bench`` (defined in the module at ``source``); send it work later."""
+def start(benches: list[tuple[Path, str]], rootpath: Path) -> FigureJob:
+    """Start a child for ``benches`` (each defined in the module at its path); send work later."""
+    args = [str(part) for source, name in benches for part in (source, name)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "pytest_npubench.drawing", str(source), str(rootpath), bench],
+        [sys.executable, "-m", "pytest_npubench.drawing", str(rootpath), *args],
         cwd=rootpath,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    return FigureJob(bench, process)
+    return FigureJob([name for _, name in benches], process)
 
 
-def main(source: str, rootpath_text: str, name: str) -> None:
-    """The child: import, wait for the job on stdin, draw, print the paths as JSON."""
+def main(rootpath_text: str, *pairs: str) -> None:
+    """The child: import, then for each job named on stdin draw and print the paths as JSON."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot  # while the workers still run
+    import matplotlib.pyplot  # imported while the workers still run
 
-    from pytest_npubench.artifacts import draw
-    from pytest_npubench.item import bench_traceback
+    import pytest_npubench.artifacts
+    import pytest_npubench.item  # noqa: F401
 
     rootpath = Path(rootpath_text)
     if str(rootpath) not in sys.path:
         sys.path.insert(0, str(rootpath))  # as pytest's rootdir conftest puts it there
-    answer: dict[str, Any]
-    try:
-        module = import_bench_module(Path(source), rootpath)
-        bench = next(b for b in benches_in(module) if b.name == name)
-    except Exception as exc:  # the controller imported it fine; say why this one did not
-        bench, answer = None, {"error": repr(exc), "traceback": ""}
-    job_path = sys.stdin.read().strip()
-    if not job_path:
-        return  # not needed after all
-    if bench is None or bench.figures is None:
-        print(json.dumps(answer if bench is None else {"paths": []}))
-        return
-    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    benches: dict[str, Any] = {}
+    for source, name in zip(pairs[::2], pairs[1::2], strict=True):
+        try:
+            module = import_bench_module(Path(source), rootpath)
+            benches[name] = next(b for b in benches_in(module) if b.name == name)
+        except Exception as exc:  # the controller imported it fine; say why this one did not
+            benches[name] = {"error": repr(exc), "traceback": ""}
+    for line in sys.stdin:
+        job = json.loads(Path(line.strip()).read_text(encoding="utf-8"))
+        name = job["bench"]
+        bench = benches[name]
+        if isinstance(bench, dict):
+            answer = bench
+        else:
+            answer = _draw_job(bench, job) if bench.figures is not None else {"paths": []}
+        print(json.dumps({"bench": name, **answer}), flush=True)
+
+
+def _draw_job(bench: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """Draw one job's figures in this child: the paths drawn, or the error and traceback."""
+    from pytest_npubench.artifacts import draw
+    from pytest_npubench.item import bench_traceback
+
     results = {}
     for payload in job["results"]:
         result = ConfigResult.from_payload(payload, bench)
@@ -168,11 +207,9 @@ def main(source: str, rootpath_text: str, name: str) -> None:
     try:
         paths = draw(lambda: [figures(results, outdir)], outdir, root, use_mpl=True)
     except Exception as exc:
-        answer = {"error": repr(exc), "traceback": bench_traceback(exc)}
-    else:
-        answer = {"paths": [p.as_posix() for p in paths]}
-    print(json.dumps(answer))
+        return {"error": repr(exc), "traceback": bench_traceback(exc)}
+    return {"paths": [p.as_posix() for p in paths]}
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:])

@@ -546,27 +546,28 @@ class NpubenchSession:
         return max(1, len(getattr(self.config.option, "tx", None) or ()))
 
     def _start_figure_jobs(self) -> None:
-        """Under xdist, start child processes (up to one per worker) for all but the last
-        bench, to draw their figures beside the run (pytest_npubench.drawing; ADR 0013).
-        Started now, they import while the workers run; each is sent its bench's results as
-        soon as the last of them arrives, so a bench's figures are drawn while the workers
-        still run the later benches, and the last bench is drawn here at the end. Only
-        benches whose figures are their own ``figures=`` function, found by discovery: a
-        plugin's ``pytest_npubench_figures`` hook runs here, in this process."""
-        if self.is_worker or self.shard is not None:
+        """Under ``-n N``, start up to ``N - 1`` child processes that draw the figures of all
+        but the last bench beside the run (pytest_npubench.drawing; ADR 0013), the benches
+        dealt round-robin. Started now, they import while the workers run; each bench is
+        sent to its child as soon as its last result arrives, so it is drawn while the
+        workers still run the later benches (a child draws its benches one after another),
+        and the last bench is drawn here at the end. Only benches whose figures are their
+        own ``figures=`` function, found by discovery: a plugin's ``pytest_npubench_figures``
+        hook runs here, in this process."""
+        if self.is_worker or self.shard is not None or self._parallel_figures() < 2:
             return
         if len(self.config.hook.pytest_npubench_figures.get_hookimpls()) > 1:
             return
-        drawable = [b for b in self.benches if b.figures is not None and b in self.sources]
-        if self._parallel_figures() < 2:
-            return
-        children = min(len(drawable) - 1, self._parallel_figures())
-        for bench in drawable[: max(0, children)]:
+        drawable = [b for b in self.benches if b.figures is not None and b in self.sources][:-1]
+        children = min(len(drawable), self._parallel_figures() - 1)
+        for k in range(children):
+            mine = drawable[k::children]
             try:
-                job = start_figures(self.sources[bench], self.config.rootpath, bench.name)
+                job = start_figures([(self.sources[b], b.name) for b in mine], self.config.rootpath)
             except OSError:
                 continue  # drawn here instead
-            self._figure_jobs[bench.name] = job
+            for bench in mine:
+                self._figure_jobs[bench.name] = job
 
     def _warm_up_drawing(self) -> None:
         """Under xdist, import matplotlib while the workers run (once, at the first report),
@@ -583,7 +584,7 @@ class NpubenchSession:
         """Send a child its bench's results once every config of the bench has reported
         (under ``-k`` or a node-id selection that never happens: sent at the end)."""
         job = self._figure_jobs.get(bench.name)
-        if job is None or job.sent is not None:
+        if job is None or bench.name in job.sent:
             return
         if len(self.results.get(bench.name, ())) == len(bench.configs):
             self._send_figures(bench, job)
@@ -591,28 +592,38 @@ class NpubenchSession:
     def _send_figures(self, bench: Bench, job: FigureJob) -> None:
         inputs = artifacts.figure_inputs(self.ordered_results(bench))
         if inputs:
-            job.send(inputs, self.artifacts_dir / bench.name, self.artifacts_dir)
+            job.send(bench.name, inputs, self.artifacts_dir / bench.name, self.artifacts_dir)
         else:
-            job.cancel()
-            del self._figure_jobs[bench.name]
+            del self._figure_jobs[bench.name]  # nothing to draw
 
     def _send_figure_jobs(self) -> None:
-        """Send the children not sent yet their results; a child that was sent results that
-        changed since (a re-reported config) is stopped, and its bench drawn here."""
+        """Send the benches not sent yet; a bench whose results changed after it was sent (a
+        re-reported config) is drawn here from the final ones, once its child is done."""
         for name, job in list(self._figure_jobs.items()):
             bench = next(b for b in self.benches if b.name == name)
-            if job.sent is None:
+            if name not in job.sent:
                 self._send_figures(bench, job)
-            elif job.sent != artifacts.figure_inputs(self.ordered_results(bench)):
-                job.kill()
+            elif job.sent[name] != artifacts.figure_inputs(self.ordered_results(bench)):
+                job.finish()  # it may be writing this bench's files: let it end first
                 del self._figure_jobs[name]
+        for job in self._children():
+            if not job.sent:
+                job.cancel()  # none of its benches has anything to draw
+        self._figure_jobs = {n: j for n, j in self._figure_jobs.items() if j.sent}
+
+    def _children(self) -> list[FigureJob]:
+        jobs: list[FigureJob] = []
+        for job in self._figure_jobs.values():
+            if all(job is not j for j in jobs):
+                jobs.append(job)
+        return jobs
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """No child is left behind, whatever ended the session."""
         self._cancel_figure_jobs()
 
     def _cancel_figure_jobs(self) -> None:
-        for job in self._figure_jobs.values():
+        for job in self._children():
             job.cancel()
         self._figure_jobs.clear()
 
@@ -622,7 +633,7 @@ class NpubenchSession:
         job = self._figure_jobs.pop(bench.name, None)
         if job is not None:
             try:
-                return job.result()
+                return job.result(bench.name)
             except FigureError as exc:
                 self.problems.append((f"figures of bench {bench.name!r} failed: {exc}", exc.detail))
             except Exception as exc:

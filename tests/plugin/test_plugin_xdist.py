@@ -183,3 +183,19 @@ def test_a_bench_is_drawn_as_soon_as_its_last_config_reports(
     project.run("--npubench", "all", xdist=True).assert_outcomes(passed=4)
     assert project.read("benches/seen.txt") == "True"
     assert project.results()["benches"]["alpha"]["figures"] == ["alpha/drawn.txt"]
+
+
+def test_one_child_draws_every_bench_but_the_last_under_two_workers(project: Project) -> None:
+    """-n 2 starts one drawing child (N - 1), which draws the first two of three benches one
+    after another; the controller draws the last: two processes, the same bytes as -n 0."""
+    for name in ("alpha", "beta", "gamma"):
+        header = f"from pytest_npubench import Bench, Metric, Result\nNAME = {name!r}\n"
+        project.write(f"benches/{name}.py", header + PID_FIGURE)
+    project.run("--regen-baselines").assert_outcomes(passed=6)
+    project.run("--npubench", "all", xdist=True).assert_outcomes(passed=6)
+    pid = {b: project.read(f"npubench-artifacts/{b}/pid.txt") for b in ("alpha", "beta", "gamma")}
+    assert pid["alpha"] == pid["beta"] != pid["gamma"]
+    art = project.path / "npubench-artifacts"
+    drawn = {b: (art / b / "latency.png").read_bytes() for b in pid}
+    project.run("--npubench", "all").assert_outcomes(passed=6)
+    assert {b: (art / b / "latency.png").read_bytes() for b in pid} == drawn

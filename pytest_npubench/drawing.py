@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import queue
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +139,56 @@ class FigureJob:
     def _remove_job_files(self) -> None:
         for path in self.job_files:
             path.unlink(missing_ok=True)
+
+
+class DrawingThread:
+    """A thread of the xdist controller that draws the benches the controller draws itself,
+    each as soon as its results are complete, while the controller's main thread goes on
+    receiving reports (it only waits for events, so the two hardly share the interpreter).
+    It imports matplotlib when started. Only this thread uses matplotlib until
+    :meth:`join` returns; the benches are drawn one after another, as in ``-n 0``."""
+
+    def __init__(self) -> None:
+        self.sent: dict[str, dict[str, ConfigResult]] = {}
+        self.done: dict[str, list[Path] | BaseException] = {}
+        self._jobs: queue.SimpleQueue[tuple[str, Callable[[], list[Path]]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._thread = threading.Thread(target=self._run, name="npubench-figures", daemon=True)
+        self._thread.start()
+
+    def send(
+        self, bench: str, results: Mapping[str, ConfigResult], draw: Callable[[], list[Path]]
+    ) -> None:
+        """Draw ``bench`` (``draw()`` returns its files) once the ones sent before are done."""
+        self.sent[bench] = dict(results)
+        self._jobs.put((bench, draw))
+
+    def join(self) -> None:
+        """Wait until every bench sent is drawn; afterwards matplotlib is free to use."""
+        if self._thread.is_alive():
+            self._jobs.put(None)
+            self._thread.join()
+
+    def result(self, bench: str) -> list[Path]:
+        """The files drawn for ``bench`` (after :meth:`join`); re-raises what drawing raised."""
+        self.join()
+        outcome = self.done[bench]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _run(self) -> None:
+        from pytest_npubench.artifacts import reproducible_matplotlib
+
+        with reproducible_matplotlib():
+            import matplotlib.pyplot  # noqa: F401  (imported while the workers run)
+        while (job := self._jobs.get()) is not None:
+            bench, draw = job
+            try:
+                self.done[bench] = draw()
+            except Exception as exc:
+                self.done[bench] = exc
 
 
 class FigureError(Exception):

@@ -29,7 +29,7 @@ from pytest_npubench.baseline import write_atomic as write_baseline
 from pytest_npubench.bench import Bench, Metric, flat_content
 from pytest_npubench.compare import Comparison, ConfigResult, compare_metric
 from pytest_npubench.discover import BenchImportError, discover
-from pytest_npubench.drawing import FigureError, FigureJob
+from pytest_npubench.drawing import DrawingThread, FigureError, FigureJob
 from pytest_npubench.drawing import start as start_figures
 from pytest_npubench.item import (
     PROBLEM_KEY,
@@ -90,7 +90,8 @@ class NpubenchSession:
         self._whatif: dict[str, list[str]] = {}
         self.not_accepted: set[str] = set()  # benches whose regen could not write
         self._figure_jobs: dict[str, FigureJob] = {}  # benches drawn by a child process
-        self._warmed = False  # matplotlib imported ahead of drawing (xdist controller)
+        self._warmed = False  # the drawing thread considered (xdist controller)
+        self._here: DrawingThread | None = None  # draws this process's benches early
 
     # -- paths ------------------------------------------------------------------------------
 
@@ -461,6 +462,8 @@ class NpubenchSession:
         """A Gantt PNG beside each trace written in this run (index.html shows it)."""
         if not self.trace or bench.trace is None:
             return
+        if self._here is not None:
+            self._here.join()  # matplotlib is the drawing thread's until then
         for result in results.values():
             trace = self.trace_path(bench, result.config_id)
             if result.source != "run" or not trace.is_file():
@@ -570,24 +573,43 @@ class NpubenchSession:
                 self._figure_jobs[bench.name] = job
 
     def _warm_up_drawing(self) -> None:
-        """Under xdist, import matplotlib while the workers run (once, at the first report),
-        if this process will draw a bench at the end: otherwise the import (about 0.8 s)
-        would come after the last result, when nothing else runs beside it."""
+        """Under xdist, at the first report, start the thread that draws this process's
+        benches (those not given to a child) as each completes: it imports matplotlib
+        (about 0.8 s) while the workers run, and draws the last bench while xdist shuts
+        the workers down, instead of after."""
         if self._warmed or self._parallel_figures() < 2 or self.shard is not None:
             return
         self._warmed = True
+        if len(self.config.hook.pytest_npubench_figures.get_hookimpls()) > 1:
+            return  # a plugin's figures hook runs in the main thread
         if any(b.figures is not None and b.name not in self._figure_jobs for b in self.benches):
-            with artifacts.reproducible_matplotlib():
-                import matplotlib.pyplot  # noqa: F401
+            self._here = DrawingThread()
 
     def _send_when_complete(self, bench: Bench) -> None:
-        """Send a child its bench's results once every config of the bench has reported
-        (under ``-k`` or a node-id selection that never happens: sent at the end)."""
-        job = self._figure_jobs.get(bench.name)
-        if job is None or bench.name in job.sent:
+        """Send a bench's results to its child, or to the drawing thread, once every config
+        of the bench has reported (under ``-k`` or a node-id selection that never happens:
+        then it is drawn at the end)."""
+        if len(self.results.get(bench.name, ())) != len(bench.configs):
             return
-        if len(self.results.get(bench.name, ())) == len(bench.configs):
-            self._send_figures(bench, job)
+        job = self._figure_jobs.get(bench.name)
+        if job is not None:
+            if bench.name not in job.sent:
+                self._send_figures(bench, job)
+            return
+        here = self._here
+        if here is not None and bench.figures is not None and bench.name not in here.sent:
+            inputs = artifacts.figure_inputs(self.ordered_results(bench))
+            if inputs:
+                figures, outdir, root = (
+                    bench.figures,
+                    self.artifacts_dir / bench.name,
+                    self.artifacts_dir,
+                )
+                here.send(
+                    bench.name,
+                    inputs,
+                    lambda: artifacts.draw(lambda: [figures(inputs, outdir)], outdir, root, True),
+                )
 
     def _send_figures(self, bench: Bench, job: FigureJob) -> None:
         inputs = artifacts.figure_inputs(self.ordered_results(bench))
@@ -640,6 +662,15 @@ class NpubenchSession:
                 self._problem(f"figures of bench {bench.name!r} failed: {exc}")
             return []
         inputs = artifacts.figure_inputs(results)
+        here = self._here
+        if here is not None:
+            here.join()  # matplotlib is the thread's until then
+            if here.sent.get(bench.name) == inputs:
+                try:
+                    return here.result(bench.name)
+                except Exception as exc:
+                    self._problem(f"figures of bench {bench.name!r} failed: {exc!r}", exc)
+                    return []
         hook = self.config.hook.pytest_npubench_figures
         if not inputs or (bench.figures is None and len(hook.get_hookimpls()) == 1):
             return []

@@ -199,3 +199,25 @@ def test_one_child_draws_every_bench_but_the_last_under_two_workers(project: Pro
     drawn = {b: (art / b / "latency.png").read_bytes() for b in pid}
     project.run("--npubench", "all").assert_outcomes(passed=6)
     assert {b: (art / b / "latency.png").read_bytes() for b in pid} == drawn
+
+
+THREAD_FIGURE = PID_FIGURE.replace(
+    '(outdir / "pid.txt").write_text(str(os.getpid()))',
+    'import threading\n    (outdir / "pid.txt").write_text(threading.current_thread().name)',
+)
+
+
+def test_the_controllers_own_bench_is_drawn_by_its_drawing_thread(project: Project) -> None:
+    """Under -n 2 the bench the controller draws itself (the last) is drawn in the
+    controller's drawing thread as soon as it is complete, not by the main thread after the
+    workers stopped; -n 0 draws in the main thread. Same bytes either way."""
+    for name in ("alpha", "beta"):
+        header = f"from pytest_npubench import Bench, Metric, Result\nNAME = {name!r}\n"
+        project.write(f"benches/{name}.py", header + THREAD_FIGURE)
+    project.run("--regen-baselines").assert_outcomes(passed=4)
+    assert project.read("npubench-artifacts/beta/pid.txt") == "MainThread"
+    drawn = (project.path / "npubench-artifacts" / "beta" / "latency.png").read_bytes()
+    project.run("--npubench", "all", xdist=True).assert_outcomes(passed=4)
+    assert project.read("npubench-artifacts/beta/pid.txt") == "npubench-figures"
+    assert project.read("npubench-artifacts/alpha/pid.txt") == "MainThread"  # in its child
+    assert (project.path / "npubench-artifacts" / "beta" / "latency.png").read_bytes() == drawn

@@ -42,7 +42,6 @@ class FigureJob:
     modules while the workers run, then reads jobs from stdin, one line each.
     """
 
-    benches: list[str]
     process: subprocess.Popen[str]
     #: the results each bench was sent (absent until :meth:`send`)
     sent: dict[str, dict[str, ConfigResult]] = field(default_factory=dict)
@@ -211,7 +210,7 @@ def start(benches: list[tuple[Path, str]], rootpath: Path) -> FigureJob:
         stderr=subprocess.PIPE,
         text=True,
     )
-    return FigureJob([name for _, name in benches], process)
+    return FigureJob(process)
 
 
 def main(rootpath_text: str, *pairs: str) -> None:
@@ -221,8 +220,7 @@ def main(rootpath_text: str, *pairs: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot  # imported while the workers still run
 
-    import pytest_npubench.artifacts
-    import pytest_npubench.item  # noqa: F401
+    from pytest_npubench import artifacts, item  # noqa: F401  (what a job needs, imported now)
 
     rootpath = Path(rootpath_text)
     if str(rootpath) not in sys.path:

@@ -276,7 +276,6 @@ class ReusedConfigs(pytest.Item):
 
     def __init__(self, *, folded: list[BenchItem], **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.folded = folded
         for item in folded:
             self.user_properties.extend(item.user_properties)
         self.add_marker("npubench")

@@ -600,16 +600,7 @@ class NpubenchSession:
         if here is not None and bench.figures is not None and bench.name not in here.sent:
             inputs = artifacts.figure_inputs(self.ordered_results(bench))
             if inputs:
-                figures, outdir, root = (
-                    bench.figures,
-                    self.artifacts_dir / bench.name,
-                    self.artifacts_dir,
-                )
-                here.send(
-                    bench.name,
-                    inputs,
-                    lambda: artifacts.draw(lambda: [figures(inputs, outdir)], outdir, root, True),
-                )
+                here.send(bench.name, inputs, lambda: self._draw_figures(bench, inputs))
 
     def _send_figures(self, bench: Bench, job: FigureJob) -> None:
         inputs = artifacts.figure_inputs(self.ordered_results(bench))
@@ -665,27 +656,28 @@ class NpubenchSession:
         here = self._here
         if here is not None:
             here.join()  # matplotlib is the thread's until then
-            if here.sent.get(bench.name) == inputs:
-                try:
-                    return here.result(bench.name)
-                except Exception as exc:
-                    self._problem(f"figures of bench {bench.name!r} failed: {exc!r}", exc)
-                    return []
         hook = self.config.hook.pytest_npubench_figures
         if not inputs or (bench.figures is None and len(hook.get_hookimpls()) == 1):
             return []
-        root = self.artifacts_dir
-        outdir = root / bench.name
         try:
-            return artifacts.draw(
-                lambda: hook(config=self.config, bench=bench, results=inputs, outdir=outdir),
-                outdir,
-                root,
-                use_mpl=True,
-            )
+            if here is not None and here.sent.get(bench.name) == inputs:
+                return here.result(bench.name)
+            return self._draw_figures(bench, inputs)
         except Exception as exc:
             self._problem(f"figures of bench {bench.name!r} failed: {exc!r}", exc)
             return []
+
+    def _draw_figures(self, bench: Bench, inputs: Mapping[str, ConfigResult]) -> list[Path]:
+        """Draw a bench's figures in this process (the figures hook); raises what it raises."""
+        hook = self.config.hook.pytest_npubench_figures
+        root = self.artifacts_dir
+        outdir = root / bench.name
+        return artifacts.draw(
+            lambda: hook(config=self.config, bench=bench, results=inputs, outdir=outdir),
+            outdir,
+            root,
+            use_mpl=True,
+        )
 
     def _problem(self, line: str, exc: BaseException | None = None) -> None:
         self.problems.append((line, bench_traceback(exc) if exc is not None else ""))

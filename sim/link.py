@@ -18,7 +18,12 @@ Semantics (docs/adr/0005-interconnect-physics.md, docs/adr/0010-interconnect-com
   bytes takes ``b / reduce_gbs``. It runs concurrently with the chip's links.
 * Each chip's **HBM** is one server of the aggregate bandwidth ``hbm_to_router_bw_gbs``:
   what ``num_pcs`` pseudo-channels give under a perfectly interleaved address map (ADR
-  0010 says where that equals the per-channel model and where it does not).
+  0010 says where that equals the per-channel model and where it does not). It serves
+  ops in the order they are ready (a send once it has its staging buffer), and an op takes
+  its link or reduce engine only when the HBM starts on its bytes, so no link or engine is
+  held idle while its op waits for memory (ADR 0016).
+* Reductions into one **accumulator** (``FabricProgram.into``) add in the order they
+  start, each ending one burst after the one before it: sums commute (ADR 0016).
 
 Topologies (``chips.topology``): ``ring`` (bidirectional; shortest path, a tie at distance
 p/2 goes up from the lower chip and down from the higher one), ``fully_connected`` (a link
@@ -261,6 +266,11 @@ class FabricProgram:
     ``hbm[i]`` is the bytes op ``i`` moves through its chip's HBM (-1: the default, see
     :func:`hbm_default`); a transfer that forwards a chunk its chip has just reduced or
     received streams it from on-chip buffers and moves 0.
+    ``into[i]`` (reductions; -1: none) names an **accumulator**, by the id of its first
+    reduction: reductions with the same ``into`` add their data into the same elements and
+    do not depend on each other. Sums commute, so they add in the order they start (the
+    order their data comes in), each ending no earlier than one burst after the one before
+    it into the accumulator (ADR 0016); an op that needs the sum depends on all of them.
     """
 
     kind: list[int] = field(default_factory=list)
@@ -272,6 +282,7 @@ class FabricProgram:
     consumes: list[int] = field(default_factory=list)
     hbm: list[int] = field(default_factory=list)
     span: list[tuple[int, int]] = field(default_factory=list)
+    into: list[int] = field(default_factory=list)
 
     def add(
         self,
@@ -284,6 +295,7 @@ class FabricProgram:
         consumes: int = -1,
         hbm: int = -1,
         span: tuple[int, int] = (0, 0),
+        into: int = -1,
     ) -> int:
         self.kind.append(kind)
         self.src.append(src)
@@ -294,6 +306,7 @@ class FabricProgram:
         self.consumes.append(consumes)
         self.hbm.append(hbm)
         self.span.append(span)
+        self.into.append(into)
         return len(self.kind) - 1
 
     def __len__(self) -> int:
@@ -355,17 +368,36 @@ def _dependents(program: FabricProgram) -> list[list[int]]:
     return dependents
 
 
+def _accumulators(program: FabricProgram) -> list[int]:
+    """``program.into`` checked (a reduction names the first reduction of its accumulator,
+    which names itself), or all -1 when the program gives none."""
+    n = len(program)
+    if not program.into:
+        return [-1] * n
+    into = program.into
+    if len(into) != n:
+        raise ValueError(f"program has {n} ops but {len(into)} accumulator entries ('into')")
+    for i, g in enumerate(into):
+        if g >= 0 and (g > i or program.kind[i] != REDUCTION or into[g] != g):
+            raise ValueError(
+                f"op {i} adds into accumulator {g}: it must be a reduction and {g} the first, "
+                "earlier reduction of that accumulator (into[g] == g)"
+            )
+    return into
+
+
 @dataclass(frozen=True)
 class _OneShot:
     """A program of ``rounds`` rounds of the same ``M`` transfers (one per (sender, receiver)
     pair, none with dependencies, each consumed by one reduction), then the reductions in the
-    same order: reduction ``K + i`` consumes transfer ``i`` and depends on it and on at most
-    one earlier reduction of its round (``prev``, the same for every round) with the same
-    span. This is the program of ``direct``; :func:`_one_shot` recognises it."""
+    same order: reduction ``K + i`` consumes transfer ``i``, depends on it alone and, when
+    its receiver gets more than one message, adds into the accumulator of its round's chunk
+    on that chip (named by the reduction of the first message to it, ``first``, the same
+    for every round). This is the program of ``direct``; :func:`_one_shot` recognises it."""
 
     rounds: int
     width: int  # M: transfers per round
-    prev: npt.NDArray[np.int64]  # per message: the message whose reduction it follows, or -1
+    first: npt.NDArray[np.int64]  # per message: the first message to its receiver, or -1
 
 
 def _one_shot(net: Network, program: FabricProgram) -> _OneShot | None:
@@ -394,29 +426,48 @@ def _one_shot(net: Network, program: FabricProgram) -> _OneShot | None:
     if (src[half:] != dst[:half]).any() or (dst[half:] != dst[:half]).any():
         return None
     deps = program.deps
-    if any(deps[:half]):
+    if any(deps[:half]) or any(len(d) != 1 for d in deps[half:]):
         return None
-    lens = np.fromiter(map(len, deps[half:]), dtype=np.int64, count=half)
-    if ((lens < 1) | (lens > 2)).any():
+    if (np.fromiter((d[0] for d in deps[half:]), np.int64, half) != ids).any():
         return None
-    flat = np.fromiter(itertools.chain.from_iterable(deps[half:]), np.int64, int(lens.sum()))
-    ends = np.cumsum(lens)
-    one, two = flat[ends - lens], flat[ends - 1]
-    if (one != ids).any():
-        return None
+    receiver = dst[:width]
+    _, at, count = np.unique(receiver, return_index=True, return_inverse=False, return_counts=True)
+    first_of = dict(zip(receiver[at].tolist(), at.tolist(), strict=True))
+    many = dict(zip(receiver[at].tolist(), (count > 1).tolist(), strict=True))
+    first = np.asarray([first_of[d] if many[d] else -1 for d in receiver.tolist()], dtype=np.int64)
     base = (ids // width) * width
-    prev = np.where(lens == 2, two - half - base, -1).reshape(rounds, width)
-    pos = np.arange(width)
-    if (prev != prev[0]).any() or ((prev[0] >= pos) | (prev[0] < -1)).any():
-        return None
-    chained = prev[0] >= 0
-    if (dst[:width][prev[0][chained]] != dst[:width][chained]).any():
+    want = np.where(np.tile(first, rounds) >= 0, half + base + np.tile(first, rounds), -1)
+    into = np.asarray(_accumulators(program), dtype=np.int64)
+    if (into[:half] != -1).any() or (into[half:] != want).any():
         return None
     span = np.fromiter(itertools.chain.from_iterable(program.span), np.int64, 2 * n)
     span = span.reshape(2, rounds, width, 2)
-    if (span[1] != span[0]).any() or (span[1][:, prev[0][chained]] != span[1][:, chained]).any():
+    grouped = first >= 0
+    if (span[1] != span[0]).any() or (span[1][:, first[grouped]] != span[1][:, grouped]).any():
         return None
-    return _OneShot(rounds, width, prev[0].copy())
+    return _OneShot(rounds, width, first)
+
+
+def _after_one_another(
+    group: npt.NDArray[np.int64],
+    begin: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    grain: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """Ends of adds into accumulators: within each ``group``, in order of ``begin`` (ties by
+    index), each ends no earlier than ``grain`` after the one before it ended."""
+    order = np.lexsort((np.arange(len(group)), begin, group))
+    g, e, w = group[order], end[order], grain[order]
+    new = np.r_[True, g[1:] != g[:-1]]
+    csum = np.cumsum(w)
+    lead = np.flatnonzero(new)
+    seg = np.cumsum(new) - 1
+    acc = csum - (csum[lead] - w[lead])[seg]  # grains so far in the group, this one included
+    v = e - acc
+    shift = (int(v.max()) - int(v.min()) + 1) * seg
+    out = np.empty_like(end)
+    out[order] = np.maximum.accumulate(v + shift) - shift + acc
+    return out
 
 
 def _one_shot_uncontended(
@@ -428,7 +479,8 @@ def _one_shot_uncontended(
     Without contention each pair's hop ``h`` is a FIFO server of that pair's transfers only,
     served in round order; a transfer of round ``t >= B`` (``B`` staging buffers) gets the
     earliest credit its pair has back and not yet used (credits of later rounds come back
-    after it leaves); a reduction starts when the first burst of each input is there.
+    after it leaves); a reduction starts when the first burst of its input is there and adds
+    into its accumulator after those of its round that started before it.
     """
     rounds, width, lat = shape.rounds, shape.width, net.latency_ps
     half = rounds * width
@@ -445,13 +497,7 @@ def _one_shot_uncontended(
     deepest = int(hops.max())
     last = hops - 1
     cols = np.arange(width)
-    levels: list[npt.NDArray[np.int64]] = []
-    depth = np.zeros(width, dtype=np.int64)
-    for m in range(width):  # prev[m] < m
-        if shape.prev[m] >= 0:
-            depth[m] = depth[shape.prev[m]] + 1
-    for level in range(int(depth.max()) + 1):
-        levels.append(np.flatnonzero(depth == level))
+    group = np.where(shape.first >= 0, shape.first, cols)
     begins = np.zeros((rounds, width, deepest), dtype=np.int64)
     ends = np.zeros((rounds, width, deepest), dtype=np.int64)
     r_begin = np.zeros((rounds, width), dtype=np.int64)
@@ -478,17 +524,10 @@ def _one_shot_uncontended(
             begins[t, :, h], ends[t, :, h] = begin, end
         b_last, e_last = begins[t, cols, last], ends[t, cols, last]
         head = np.minimum(b_last + lat + t_burst[t], e_last + lat)
-        tail = e_last + lat
-        rb, re = r_begin[t], r_end[t]
-        for ms in levels:
-            hd, tl = head[ms], tail[ms]
-            before = shape.prev[ms]
-            if before[0] >= 0:
-                hd = np.maximum(hd, np.minimum(rb[before] + r_burst[t, before], re[before]))
-                tl = np.maximum(tl, re[before])
-            rb[ms] = hd
-            re[ms] = np.maximum(hd + r_total[t, ms], tl + r_burst[t, ms])
-        credit = re + lat
+        done = np.maximum(head + r_total[t], e_last + lat + r_burst[t])
+        r_begin[t] = head
+        r_end[t] = _after_one_another(group, head, done, r_burst[t])
+        credit = r_end[t] + lat
         if t < buffers:
             pool[t] = credit
         else:
@@ -527,7 +566,9 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
     also reads the sender's HBM. Hop ``i+1`` starts ``latency`` after hop ``i`` started (or
     later, when its link frees) and cannot end before hop ``i`` ended plus ``latency``; the
     data has arrived ``latency`` after the last hop ends. Each chip's HBM is one bandwidth
-    server, taken when an op starts.
+    server of requests in the order ops are ready; an op takes its link or engine once the
+    HBM starts on its bytes (ADR 0016). Reductions into one accumulator end one burst apart,
+    in the order they start.
 
     Ops **stream** their inputs, at the granule of one HBM burst: an op may start once the
     first burst of each input is there (a transfer's first burst has arrived, a reduction
@@ -567,6 +608,8 @@ def _simulate_events(
     kind, src, dst = program.kind, program.src, program.dst
     first, hbm_hold, total, burst = holds
     dependents = _dependents(program)
+    into = _accumulators(program)
+    acc_end = [0] * n  # per accumulator (by its first reduction): when its last add ended
     waiting = [len(d) for d in program.deps]
     p, lat, routes = net.chips, net.latency_ps, net.routes
     nlinks = len(net.links)
@@ -578,6 +621,7 @@ def _simulate_events(
     credits = [net.staging_buffers] * (p * p)
     held: list[deque[int]] = [deque() for _ in range(p * p)]
     granted = [False] * n
+    hbm_got = [False] * n
     head = [0] * n  # when the first burst of every input is there
     tail = [0] * n  # when the last byte of every input is there
     hop_end = [0] * n
@@ -677,6 +721,14 @@ def _simulate_events(
                     continue
                 credits[c] -= 1
                 granted[i] = True
+            if contention and hbm_hold[i] and not hbm_got[i]:
+                chip = src[i]
+                hs = hbm_free[chip] if hbm_free[chip] > now else now
+                hbm_free[chip] = hs + hbm_hold[i]
+                hbm_got[i] = True
+                if hs > now:
+                    push(heap, (hs, i, 0))
+                    continue
             if k == COPY:
                 res = -1
             else:
@@ -690,11 +742,6 @@ def _simulate_events(
         if k == TRANSFER:
             begin = now
             if hop == 0:
-                if hbm_hold[i] and contention:  # a forwarded chunk streams from on-chip buffers
-                    chip = src[i]
-                    if hbm_free[chip] > begin:
-                        begin = hbm_free[chip]
-                    hbm_free[chip] = begin + hbm_hold[i]
                 end = begin + total[i]
                 if tail[i] + burst[i] > end:
                     end = tail[i] + burst[i]
@@ -713,11 +760,15 @@ def _simulate_events(
                 produced(i, begin + lat, end + lat, burst[i])
         else:
             chip = src[i]
-            begin = now if now > hbm_free[chip] or not contention else hbm_free[chip]
-            hbm_free[chip] = begin + hbm_hold[i]
+            begin = now
             end = begin + total[i]
             if tail[i] + burst[i] > end:
                 end = tail[i] + burst[i]
+            g = into[i]
+            if g >= 0:  # adds after the accumulator's previous add, one burst behind it
+                if acc_end[g] + burst[i] > end:
+                    end = acc_end[g] + burst[i]
+                acc_end[g] = end
             if k == REDUCTION and contention:  # busy for its work, not while data trickles in
                 push(heap, (begin + first[i], -1, res))
             at = slot[i]

@@ -457,3 +457,35 @@ def test_one_shot_on_a_large_system_is_hbm_bound() -> None:
     run = allreduce(_topo("fully_connected", p), n, "direct")
     assert collective_metrics(run)["hbm_bytes_max"] == 3 * (p - 1) * n
     assert run.time_ps >= 3 * (p - 1) * n * 1000 / float(BASE.hbm.bw)
+
+
+@pytest.mark.parametrize("algorithm", ["direct", "double_binary_tree", "ring"])
+def test_reductions_of_one_step_into_one_chunk_share_an_accumulator(algorithm: str) -> None:
+    """The reductions a step makes into the same elements of one chip (direct: one per
+    peer; a tree node: one per child) form one accumulator (ADR 0016): none depends on
+    another, they share chip, step and span, and every later op that reads the sum depends
+    on all of them. Ring reduces one message per step into a chunk: no accumulator."""
+    topo = _topo("ring", 6)
+    schedule = build_schedule(topo, 3 * 1024 * 1024 + 6, algorithm)
+    prog = fabric_program(schedule).program
+    groups: dict[int, list[int]] = {}
+    for i, g in enumerate(prog.into):
+        if g >= 0:
+            groups.setdefault(g, []).append(i)
+    if algorithm == "ring":
+        assert not groups
+        return
+    assert groups and all(len(m) >= 2 for m in groups.values())
+    wanted = {"direct": 5, "double_binary_tree": 2}[algorithm]
+    assert max(len(m) for m in groups.values()) == wanted
+    readers: dict[int, set[int]] = {}
+    for i, deps in enumerate(prog.deps):
+        for d in deps:
+            readers.setdefault(d, set()).add(i)
+    for first, members in groups.items():
+        assert first == members[0]
+        assert len({(prog.src[i], prog.step[i], prog.span[i]) for i in members}) == 1
+        assert not any(d in members for i in members for d in prog.deps[i])
+        later = set().union(*(readers.get(i, set()) for i in members))
+        for j in later:
+            assert all(i in prog.deps[j] for i in members), (first, j)

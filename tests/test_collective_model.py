@@ -152,13 +152,15 @@ def test_halving_doubling_fold_is_not_charged_twice(kind: str, p: int) -> None:
     (ADR 0010), so it never charges the fold twice (ADR 0005's was 2x off at p=3, 86.5 MB).
     It is within 6 % on ring p=3 and fully connected p=6; on ring p=5 within 20 % (1.169:
     ADR 0010's release term charged the whole path after a link's last op, which happened to
-    cover the FCFS delays there and overshot elsewhere by 1.48x; ADR 0015)."""
+    cover the FCFS delays there and overshot elsewhere by 1.48x; ADR 0015). A fold charged
+    twice puts the ratio near 0.5; since ADR 0016 the simulator runs fully connected p=6
+    0.1 % faster than the model (0.999), so the floor is 0.95, not 1."""
     topo = _topo(kind, p)
     n = 4 * MIB
     ratio = (
         allreduce(topo, n, "halving_doubling").time_ps / model(topo, "halving_doubling", n).time_ps
     )
-    assert 1 <= ratio < (1.2 if p == 5 else 1.06), ratio
+    assert 0.95 <= ratio < (1.2 if p == 5 else 1.06), ratio
 
 
 def test_over_the_simulator_budget_the_model_is_analytic() -> None:

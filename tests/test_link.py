@@ -304,6 +304,63 @@ def test_hbm_is_shared_by_sends_and_copies() -> None:
     assert int(log.start[copy][0]) == max(ALPHA + _ps(64, LINK_BW), _ps(big, HBM_BW))
 
 
+def test_a_send_waiting_for_hbm_does_not_hold_its_link() -> None:
+    """A send whose chip's HBM is busy is served first, then takes its link: meanwhile the
+    link carries a forwarded chunk (no HBM) queued after it (ADR 0016; before, the waiting
+    send held the link idle and the chunk left 25 us late)."""
+    net = _net("fully_connected", 3)
+    big = 1 << 20
+    prog = FabricProgram()
+    prog.add(TRANSFER, 0, 2, big, 0, ())  # reads chip 0's HBM for big / hbm_bw from 0
+    waits = prog.add(TRANSFER, 0, 1, big, 0, ())  # must wait for that HBM
+    forward = prog.add(TRANSFER, 0, 1, 4096, 0, (), hbm=0)  # same link, streams on chip
+    log = simulate_fabric(net, prog)
+    start = dict(zip(log.op.tolist(), log.start.tolist(), strict=True))
+    end = dict(zip(log.op.tolist(), log.end.tolist(), strict=True))
+    assert start[forward] == 0 and end[forward] == _ps(4096, LINK_BW)
+    assert start[waits] == _ps(big, HBM_BW)  # > the forward's end: the link was free for it
+    assert end[waits] == start[waits] + _ps(big, LINK_BW)
+
+
+def test_reductions_into_one_accumulator_add_in_the_order_their_data_comes() -> None:
+    """Two reductions into one accumulator (``into``) do not wait for each other in program
+    order: the one whose data comes first adds first, the other ends one burst after it
+    (sums commute). Chip 0 of a 4-ring gets chip 2's chunk over two hops, chip 1's over one."""
+    net = _net("ring", 4)
+    nb = 64 * 1024
+    prog = FabricProgram()
+    far = prog.add(TRANSFER, 2, 0, nb, 0, (), span=(0, nb // 2))
+    near = prog.add(TRANSFER, 1, 0, nb, 0, (), span=(0, nb // 2))
+    r_far = prog.add(REDUCTION, 0, 0, nb, 0, (far,), far, span=(0, nb // 2))
+    r_near = prog.add(REDUCTION, 0, 0, nb, 0, (near,), near, span=(0, nb // 2), into=r_far)
+    prog.into[r_far] = r_far
+    log = simulate_fabric(net, prog)
+    red = log.stage == log.stages.index("reduce")
+    start = dict(zip(log.op[red].tolist(), log.start[red].tolist(), strict=True))
+    end = dict(zip(log.op[red].tolist(), log.end[red].tolist(), strict=True))
+    arrive = arrival_ps(net, log)
+    assert arrive[near] < arrive[far]
+    assert start[r_near] < start[r_far]
+    grain = max(_ps(BASE.hbm.burst_bytes, REDUCE_BW), _ps(2 * BASE.hbm.burst_bytes, HBM_BW))
+    assert end[r_far] >= end[r_near] + grain
+    # the same reductions chained in program order (the old direct program): near waits
+    prog.into[r_far] = prog.into[r_near] = -1
+    prog.deps[r_near] = (near, r_far)
+    log = simulate_fabric(net, prog)
+    red = log.stage == log.stages.index("reduce")
+    chained = dict(zip(log.op[red].tolist(), log.start[red].tolist(), strict=True))
+    assert chained[r_near] > chained[r_far]
+
+
+def test_an_accumulator_must_name_its_first_reduction() -> None:
+    net = _net("fully_connected", 3)
+    prog = FabricProgram()
+    t = prog.add(TRANSFER, 1, 0, 64, 0, ())
+    prog.add(REDUCTION, 0, 0, 64, 0, (t,), t, into=5)
+    with pytest.raises(ValueError, match="into"):
+        simulate_fabric(net, prog)
+
+
 def test_staging_buffers_make_the_sender_wait(make_topo) -> None:  # type: ignore[no-untyped-def]
     """With one staging buffer per peer, the second chunk cannot leave before the receiver
     has consumed the first and its credit has flown back (one more latency)."""

@@ -1,7 +1,10 @@
 """The fast paths of the fabric timing and the direct collective against the engine they replace.
 
 ``_reference`` below is ``simulate_fabric`` as it was before the fast paths (event by
-event, one heap entry per link release, records sorted at the end): the oracle. Every fast
+event, one heap entry per link release, records sorted at the end), with ADR 0016's two
+rules written into it the plain way (an op is served by its chip's HBM before it takes its
+link or engine; adds into one accumulator end one burst apart, in the order they start):
+the oracle. Every fast
 path must give a bit-identical op log (every start, end, engine, chip, byte count), program
 or replayed result, with and without contention, on every topology and algorithm.
 """
@@ -190,7 +193,8 @@ def _reference(net: Network, program: FabricProgram, *, contention: bool = True)
     also reads the sender's HBM. Hop ``i+1`` starts ``latency`` after hop ``i`` started (or
     later, when its link frees) and cannot end before hop ``i`` ended plus ``latency``; the
     data has arrived ``latency`` after the last hop ends. Each chip's HBM is one bandwidth
-    server, taken when an op starts.
+    server of requests in the order ops are ready; an op takes its link or engine once its
+    HBM bytes start being served (ADR 0016).
 
     Ops **stream** their inputs, at the granule of one HBM burst: an op may start once the
     first burst of each input is there (a transfer's first burst has arrived, a reduction
@@ -230,6 +234,9 @@ def _reference(net: Network, program: FabricProgram, *, contention: bool = True)
     busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
     queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
     hbm_free = [0] * p
+    asked = [False] * n
+    into = program.into or [-1] * n
+    acc_end: dict[int, int] = {}
     heap = [(0, i, 0) for i in range(n) if not waiting[i]]
     heapq.heapify(heap)
     r_op: list[int] = []
@@ -280,11 +287,6 @@ def _reference(net: Network, program: FabricProgram, *, contention: bool = True)
             link = route[hop]
             begin = now
             if hop == 0:
-                chip = src[i]
-                if hbm_hold[i] and contention:  # a forwarded chunk streams from on-chip buffers
-                    if hbm_free[chip] > begin:
-                        begin = hbm_free[chip]
-                    hbm_free[chip] = begin + hbm_hold[i]
                 end = max(begin + total[i], tail[i] + burst[i])
             else:
                 end = max(begin + first[i], hop_end[i] + lat)
@@ -299,9 +301,11 @@ def _reference(net: Network, program: FabricProgram, *, contention: bool = True)
                 produced(i, begin + lat, end + lat, burst[i])
         else:
             chip = src[i]
-            begin = now if now > hbm_free[chip] or not contention else hbm_free[chip]
-            hbm_free[chip] = begin + hbm_hold[i]
+            begin = now
             end = max(begin + total[i], tail[i] + burst[i])
+            if into[i] >= 0:
+                end = max(end, acc_end.get(into[i], 0) + burst[i])
+                acc_end[into[i]] = end
             if k == REDUCTION and contention:  # busy for its work, not while data trickles in
                 push(heap, (begin + first[i], -1, nlinks + chip))
             r_eng.append(reduce_engine if k == REDUCTION else hbm_engine)
@@ -341,6 +345,13 @@ def _reference(net: Network, program: FabricProgram, *, contention: bool = True)
                 continue
             credits[conn] -= 1
             granted[i] = True
+        if contention and hop == 0 and hbm_hold[i] and not asked[i]:
+            asked[i] = True  # a forwarded chunk streams from on-chip buffers (no HBM)
+            served = max(t, hbm_free[src[i]])
+            hbm_free[src[i]] = served + hbm_hold[i]
+            if served > t:
+                push(heap, (served, i, 0))
+                continue
         if k == COPY:
             start(t, i, hop)
             continue

@@ -14,7 +14,11 @@ HBM) or copies it (HBM) as soon as it has arrived and the local elements are rea
 (:func:`sim.link.simulate_fabric`). So consecutive steps pipeline chunk by chunk. Within a
 step, transfers are issued round-robin over the step's messages, one chunk each; every send
 of a step reads the data as it was before the step. Sends marked ``fresh`` read the
-chip's input buffer (one-shot ``direct`` reduces into a separate output).
+chip's input buffer (one-shot ``direct`` reduces into a separate output). The reductions a
+step makes into the same chunk of one chip (direct: one per peer; a tree node: one per
+child) form one **accumulator**: sums commute, so each adds when its data has come, in
+arrival order, not in message order (ADR 0016; MPI lets an implementation reorder a
+commutative reduction, MPI-3.1 section 5.9.1).
 
 Algorithms (p chips, n bytes; "ring order" is :meth:`Network.ring_order`, a Hamiltonian
 cycle of one-hop edges wherever one exists):
@@ -488,6 +492,9 @@ def fabric_program(schedule: Schedule) -> Compiled:
     receiver. Every send of a
     step is placed before the step's receives land, so it reads the data as before the
     step. Within a step, transfers go round-robin over the messages, one chunk each.
+    Reductions of one step into the same pieces of one chip share an accumulator
+    (``FabricProgram.into``): they depend on what the pieces held before the step, not on
+    each other, and an op that later reads the pieces depends on all of them.
     """
     one_shot = _one_shot_program(schedule)
     if one_shot is not None:
@@ -506,6 +513,7 @@ def fabric_program(schedule: Schedule) -> Compiled:
     out = Compiled(FabricProgram(), bounds)
     add = out.program.add
     writer = [[-1] * (len(bounds) - 1) for _ in range(schedule.chips)]
+    summed: dict[int, list[int]] = {}  # an accumulator's first reduction -> all that add into it
     produced: dict[int, Range] = {}  # consumer op -> the pieces it wrote
 
     def note(lo: int, hi: int, reduce: bool, fresh: bool) -> None:
@@ -521,7 +529,7 @@ def fabric_program(schedule: Schedule) -> Compiled:
             for m, plan in zip(step, plans, strict=True):
                 if t < len(plan):
                     lo, hi = index[plan[t][0]], index[plan[t][1]]
-                    deps = () if m.fresh else _deps(writer[m.src], lo, hi)
+                    deps = () if m.fresh else _deps(writer[m.src], lo, hi, summed)
                     nb = (plan[t][1] - plan[t][0]) * bpe
                     streams = bool(deps) and all(d in produced for d in deps)
                     span = (plan[t][0], plan[t][1])
@@ -530,13 +538,26 @@ def fabric_program(schedule: Schedule) -> Compiled:
                     )
                     note(lo, hi, m.reduce, m.fresh)
                     landed.append((m.dst, lo, hi, nb, op, m.reduce, span))
+        adding: dict[tuple[int, int, int], tuple[int, tuple[int, ...]]] = {}
         for dst, lo, hi, nb, op, is_reduce, span in landed:
-            deps = tuple(sorted({op, *_deps(writer[dst], lo, hi)}))
-            kind = REDUCTION if is_reduce else COPY
-            got = add(kind, dst, dst, nb, at, deps, op, span=span)
+            key = (dst, lo, hi)
+            if is_reduce and key in adding:  # adds into what another reduction of the step does
+                first, before = adding[key]
+                into = out.program.into
+                into[first] = first
+                got = add(REDUCTION, dst, dst, nb, at, tuple(sorted({op, *before})), op, span=span)
+                into[got] = first
+                summed[first].append(got)
+            else:
+                before = _deps(writer[dst], lo, hi, summed)
+                kind = REDUCTION if is_reduce else COPY
+                got = add(kind, dst, dst, nb, at, tuple(sorted({op, *before})), op, span=span)
+                if is_reduce:
+                    adding[key] = (got, before)
+                    summed[got] = [got]
             produced[got] = (lo, hi)
             note(lo, hi, is_reduce, False)
-            writer[dst][lo:hi] = [got] * (hi - lo)
+            writer[dst][lo:hi] = [adding[key][0] if is_reduce else got] * (hi - lo)
     return out
 
 
@@ -546,8 +567,9 @@ def _one_shot_program(schedule: Schedule) -> Compiled | None:
 
     The same program the general loop builds: transfer ``t * M + m`` is chunk ``t`` of
     message ``m`` (round-robin), reading HBM and depending on nothing; reduction
-    ``K + t * M + m`` consumes it and depends on it and on the last earlier reduction of
-    chunk ``t`` on the same chip (the previous message of the step to that chip).
+    ``K + t * M + m`` consumes it, depends on it alone and adds into the accumulator of
+    chunk ``t`` on its chip, named by the reduction of the first message of the step to
+    that chip (when the chip gets more than one).
     """
     if len(schedule.steps) != 1:
         return None
@@ -563,20 +585,21 @@ def _one_shot_program(schedule: Schedule) -> Compiled | None:
     half = rounds * width
     src = np.asarray([m.src for m in step], dtype=np.int64)
     dst = np.asarray([m.dst for m in step], dtype=np.int64)
-    last: dict[int, int] = {}
-    prev = np.full(width, -1, dtype=np.int64)  # the earlier message of the step to dst[m]
+    first_to: dict[int, int] = {}
+    count: dict[int, int] = {}
     for m, d in enumerate(dst.tolist()):
-        prev[m] = last.get(d, -1)
-        last[d] = m
+        first_to.setdefault(d, m)
+        count[d] = count.get(d, 0) + 1
+    first = np.asarray(
+        [first_to[d] if count[d] > 1 else -1 for d in dst.tolist()], dtype=np.int64
+    )  # the first message of the step to dst[m], when dst[m] gets more than one
     nb = np.asarray([(b - a) * bpe for a, b in plan], dtype=np.int64)
     per_op = np.repeat(nb, width)
     t_ids = np.arange(half, dtype=np.int64)
-    r_prev = np.where(
-        np.tile(prev, rounds) >= 0, half + t_ids - np.tile(np.arange(width) - prev, rounds), -1
+    into = np.where(
+        np.tile(first, rounds) >= 0, half + t_ids - np.tile(np.arange(width) - first, rounds), -1
     )
-    r_deps: list[tuple[int, ...]] = [
-        (t, q) if q >= 0 else (t,) for t, q in zip(t_ids.tolist(), r_prev.tolist(), strict=True)
-    ]
+    r_deps: list[tuple[int, ...]] = [(t,) for t in t_ids.tolist()]
     spans = [r for r in plan for _ in range(width)]
     piece_lo = [index[a] for a, _b in plan for _ in range(width)]
     piece_hi = [index[b] for _a, b in plan for _ in range(width)]
@@ -590,6 +613,7 @@ def _one_shot_program(schedule: Schedule) -> Compiled | None:
         consumes=[-1] * half + t_ids.tolist(),
         hbm=per_op.tolist() + [-1] * half,
         span=spans * 2,
+        into=[-1] * half + into.tolist(),
     )
     return Compiled(
         program,
@@ -601,11 +625,19 @@ def _one_shot_program(schedule: Schedule) -> Compiled | None:
     )
 
 
-def _deps(writers: list[int], lo: int, hi: int) -> tuple[int, ...]:
+def _deps(writers: list[int], lo: int, hi: int, summed: dict[int, list[int]]) -> tuple[int, ...]:
+    """The ops whose results pieces ``lo..hi`` hold: their last writers, and for an
+    accumulator (a writer that is the first of several reductions) all that added into it."""
     if hi - lo == 1:
         w = writers[lo]
-        return (w,) if w >= 0 else ()
-    return tuple(sorted({w for w in writers[lo:hi] if w >= 0}))
+        if w < 0:
+            return ()
+        return tuple(summed[w]) if w in summed else (w,)
+    ops: set[int] = set()
+    for w in set(writers[lo:hi]):
+        if w >= 0:
+            ops.update(summed.get(w, (w,)))
+    return tuple(sorted(ops))
 
 
 # --- data and the replay check -------------------------------------------------------------------

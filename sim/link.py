@@ -38,7 +38,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
@@ -377,12 +377,17 @@ def _accumulators(program: FabricProgram) -> list[int]:
     into = program.into
     if len(into) != n:
         raise ValueError(f"program has {n} ops but {len(into)} accumulator entries ('into')")
-    for i, g in enumerate(into):
-        if g >= 0 and (g > i or program.kind[i] != REDUCTION or into[g] != g):
-            raise ValueError(
-                f"op {i} adds into accumulator {g}: it must be a reduction and {g} the first, "
-                "earlier reduction of that accumulator (into[g] == g)"
-            )
+    g = np.asarray(into, dtype=np.int64)
+    ops = np.flatnonzero(g >= 0)
+    kind = np.asarray(program.kind, dtype=np.int64)[ops]
+    bad = (g[ops] > ops) | (kind != REDUCTION)
+    bad |= g[np.minimum(g[ops], n - 1)] != g[ops]
+    if bad.any():
+        i = int(ops[np.argmax(bad)])
+        raise ValueError(
+            f"op {i} adds into accumulator {into[i]}: it must be a reduction and {into[i]} the "
+            "first, earlier reduction of that accumulator (into[g] == g)"
+        )
     return into
 
 
@@ -401,50 +406,55 @@ class _OneShot:
 
 
 def _one_shot(net: Network, program: FabricProgram) -> _OneShot | None:
-    """The one-shot structure of ``program`` (:class:`_OneShot`), or None if it has another."""
+    """The one-shot structure of ``program`` (:class:`_OneShot`), or None if it has another.
+
+    Compares the program's lists with the structure's directly (list comparisons run at C
+    speed; a direct program at 32 chips has half a million ops)."""
     n = len(program)
     half = n // 2
     if n == 0 or n % 2 or net.staging_buffers < 1:
         return None
-    kind = np.asarray(program.kind, dtype=np.int64)
-    if (kind[:half] != TRANSFER).any() or (kind[half:] != REDUCTION).any():
+    kind, src, dst = program.kind, program.src, program.dst
+    if kind[:half].count(TRANSFER) != half or kind[half:].count(REDUCTION) != half:
         return None
-    src = np.asarray(program.src, dtype=np.int64)
-    dst = np.asarray(program.dst, dtype=np.int64)
-    conn = src[:half] * net.chips + dst[:half]
-    again = np.flatnonzero(conn[1:] == conn[0])
-    width = int(again[0]) + 1 if len(again) else half
-    if half % width or len(np.unique(conn[:width])) != width:
+    s0, d0 = src[0], dst[0]
+    width = next((i for i in range(1, half) if src[i] == s0 and dst[i] == d0), half)
+    if half % width:
         return None
     rounds = half // width
-    if (conn.reshape(rounds, width) != conn[:width]).any():
+    pairs = list(zip(src[:width], dst[:width], strict=True))
+    if len(set(pairs)) != width:
         return None
-    ids = np.arange(half, dtype=np.int64)
-    consumes = np.asarray(program.consumes, dtype=np.int64)
-    if (consumes[:half] != -1).any() or (consumes[half:] != ids).any():
+    if src[:half] != src[:width] * rounds or dst[:half] != dst[:width] * rounds:
         return None
-    if (src[half:] != dst[:half]).any() or (dst[half:] != dst[:half]).any():
+    if src[half:] != dst[:half] or dst[half:] != dst[:half]:
+        return None
+    if program.consumes[:half] != [-1] * half or program.consumes[half:] != list(range(half)):
         return None
     deps = program.deps
-    if any(deps[:half]) or any(len(d) != 1 for d in deps[half:]):
+    if any(deps[:half]):
         return None
-    if (np.fromiter((d[0] for d in deps[half:]), np.int64, half) != ids).any():
+    if (np.fromiter(map(len, deps[half:]), np.int64, half) != 1).any():
         return None
-    receiver = dst[:width]
+    ids = np.arange(half, dtype=np.int64)
+    if (np.fromiter(itertools.chain.from_iterable(deps[half:]), np.int64, half) != ids).any():
+        return None
+    receiver = np.asarray(dst[:width], dtype=np.int64)
     _, at, count = np.unique(receiver, return_index=True, return_inverse=False, return_counts=True)
     first_of = dict(zip(receiver[at].tolist(), at.tolist(), strict=True))
     many = dict(zip(receiver[at].tolist(), (count > 1).tolist(), strict=True))
     first = np.asarray([first_of[d] if many[d] else -1 for d in receiver.tolist()], dtype=np.int64)
     base = (ids // width) * width
     want = np.where(np.tile(first, rounds) >= 0, half + base + np.tile(first, rounds), -1)
-    into = np.asarray(_accumulators(program), dtype=np.int64)
-    if (into[:half] != -1).any() or (into[half:] != want).any():
+    into = program.into or [-1] * n
+    if into[:half] != [-1] * half or into[half:] != want.tolist():
         return None
-    span = np.fromiter(itertools.chain.from_iterable(program.span), np.int64, 2 * n)
-    span = span.reshape(2, rounds, width, 2)
-    grouped = first >= 0
-    if (span[1] != span[0]).any() or (span[1][:, first[grouped]] != span[1][:, grouped]).any():
+    spans = program.span  # the same chunk for every message of a round, and for its reduction
+    if spans[half:] != spans[:half]:
         return None
+    for t in range(rounds):
+        if spans[t * width : (t + 1) * width].count(spans[t * width]) != width:
+            return None
     return _OneShot(rounds, width, first)
 
 
@@ -587,13 +597,124 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
     :func:`sim.collective_model.model`. A one-shot program (``direct``: :class:`_OneShot`)
     is then timed round by round in numpy (:func:`_one_shot_uncontended`), with the same
     recurrences and so the same log (``tests/test_link_fast.py`` compares both engines).
+    With contention, direct on a fully connected or switch network is timed from chip 0's
+    share of the events and the other chips' records follow by turning the chips
+    (:func:`_one_shot_by_rotation`): the same log, from ``1/p`` of the events.
     """
+    shape = _one_shot(net, program)
+    if contention and shape is not None and _rotation_invariant(net, program, shape):
+        return _one_shot_by_rotation(net, program, shape)
     holds = _holds(net, program)
-    if not contention:
-        shape = _one_shot(net, program)
-        if shape is not None:
-            return _one_shot_uncontended(net, program, shape, holds)
+    if not contention and shape is not None:
+        return _one_shot_uncontended(net, program, shape, holds)
     return _simulate_events(net, program, holds, contention=contention)
+
+
+def _rotation_invariant(net: Network, program: FabricProgram, shape: _OneShot) -> bool:
+    """Whether turning the chips by one (chip ``c`` -> ``c + 1 mod p``) maps ``program`` on
+    ``net`` onto itself, ties included (:func:`_one_shot_by_rotation`): a fully connected
+    or switch network, direct's message order (message ``(k-1) p + s`` goes from ``s`` to
+    ``s + k``: offset first, so the ops that share a chip's HBM, reduce engine, port or
+    accumulator are in the same order on every chip), and every message of a round alike."""
+    p, width = net.chips, shape.width
+    if net.kind not in ("fully_connected", "switch") or p < 2 or width != p * (p - 1):
+        return False
+    if program.src[:width] != list(range(p)) * (p - 1):
+        return False
+    if program.dst[:width] != [(s + k) % p for k in range(1, p) for s in range(p)]:
+        return False
+    half = shape.rounds * width
+    if program.step.count(program.step[0]) != len(program.step):
+        return False
+    for col in (program.nbytes[:half], program.hbm[:half], program.hbm[half:]):
+        for t in range(0, half, width):
+            if col[t : t + width].count(col[t]) != width:
+                return False
+    return True
+
+
+def _one_shot_by_rotation(net: Network, program: FabricProgram, shape: _OneShot) -> OpLog:
+    """:func:`simulate_fabric` with contention of a one-shot program that turning the chips
+    maps onto itself (:func:`_rotation_invariant`), from one chip's share of the events.
+
+    Turning the chips by one maps every link, engine, HBM, staging buffer and accumulator
+    onto another and keeps the order of any two ops that use the same one (their ids
+    compare by round, then offset), so every chip's ops run at the same times as chip
+    0's counterparts (the event loop is equivariant). Chip 0 sees its own sends ``0 -> k``
+    and the reductions of the messages ``p-k -> 0``, which are its sends turned by ``k``:
+    so the reduction of offset ``k`` consumes chip 0's send of offset ``k`` (its data
+    arrives at ``k`` when the turned message arrives at 0), that send's staging buffer
+    comes back when that reduction ends, and on a switch every send's second hop queues at
+    chip 0's own port out of the switch. That program, ``p - 1`` transfers and reductions
+    per round, runs through the event loop; the log of all chips follows by turning.
+    """
+    p, rounds, width = net.chips, shape.rounds, shape.width
+    half = rounds * width
+    k = p - 1  # messages of chip 0 per round: offsets 1..p-1, kept in offset order
+    lo = np.arange(rounds, dtype=np.int64)[:, None] * width + np.arange(k)[None, :] * p
+    picked = lo.reshape(-1)  # real op ids of chip 0's sends, round by round, by offset
+    first = half + lo[:, :1] if k > 1 else None
+    sub = FabricProgram(
+        kind=[TRANSFER] * (rounds * k) + [REDUCTION] * (rounds * k),
+        src=[0] * (2 * rounds * k),
+        dst=[d for _t in range(rounds) for d in range(1, p)] + [0] * (rounds * k),
+        nbytes=[program.nbytes[i] for i in picked.tolist()] * 2,
+        step=[0] * (2 * rounds * k),
+        deps=[()] * (rounds * k) + [(i,) for i in range(rounds * k)],
+        consumes=[-1] * (rounds * k) + list(range(rounds * k)),
+        hbm=[program.hbm[i] for i in picked.tolist()]
+        + [program.hbm[half + i] for i in picked.tolist()],
+        span=[program.span[i] for i in picked.tolist()] * 2,
+        into=[-1] * (rounds * k)
+        + (
+            [rounds * k + t * k for t in range(rounds) for _d in range(k)]
+            if first is not None
+            else [-1] * (rounds * k)
+        ),
+    )
+    view = net
+    if net.kind == "switch":  # a send's second hop: chip 0's port out of the switch
+        up = net.routes[0][1][0]
+        down = net.routes[1][0][1]
+        routes = [list(r) for r in net.routes]
+        routes[0] = [r if not r else (up, down) for r in net.routes[0]]
+        view = replace(net, routes=tuple(tuple(r) for r in routes))
+    log = _simulate_events(view, sub, _holds(view, sub), contention=True)
+    hops = 2 if net.kind == "switch" else 1
+    t_start = log.start[: rounds * k * hops].reshape(rounds, k, hops)
+    t_end = log.end[: rounds * k * hops].reshape(rounds, k, hops)
+    r_start = log.start[rounds * k * hops :].reshape(rounds, k)
+    r_end = log.end[rounds * k * hops :].reshape(rounds, k)
+    # every chip s: its send of offset k is message (k-1) p + s, the same times as chip 0's;
+    # the log's columns follow from that order (what _log derives from the program)
+    start = np.concatenate(
+        [np.repeat(t_start, p, axis=1).reshape(-1), np.repeat(r_start, p, axis=1).reshape(-1)]
+    )
+    end = np.concatenate(
+        [np.repeat(t_end, p, axis=1).reshape(-1), np.repeat(r_end, p, axis=1).reshape(-1)]
+    )
+    src = np.tile(np.arange(p, dtype=np.int64), k)
+    dst = (src + np.repeat(np.arange(1, p, dtype=np.int64), p)) % p
+    route = np.asarray([net.routes[a][b] for a, b in zip(src.tolist(), dst.tolist(), strict=True)])
+    link_chip = np.asarray([net.link_chip(i) for i in range(len(net.links))], dtype=np.int64)
+    nb = np.asarray(program.nbytes[:half:width], dtype=np.int64)  # per round
+    ops = np.arange(half, dtype=np.int64)
+    stage_of = np.asarray([SEND, FORWARD][:hops], dtype=np.int64)
+    cols = {
+        "op": np.concatenate([np.repeat(ops, hops), half + ops]),
+        "chip": np.concatenate(
+            [np.tile(link_chip[route].reshape(-1), rounds), np.tile(dst, rounds)]
+        ),
+        "engine": np.concatenate(
+            [np.tile(route.reshape(-1), rounds), np.full(half, len(net.links), dtype=np.int64)]
+        ),
+        "stage": np.concatenate([np.tile(stage_of, half), np.full(half, REDUCE, dtype=np.int64)]),
+        "start": start,
+        "end": end,
+        "nbytes": np.concatenate([np.repeat(nb, width * hops), np.repeat(nb, width)]),
+        "tile": np.full(half * (hops + 1), program.step[0], dtype=np.int64),
+    }
+    return OpLog.from_columns((*net.names, REDUCE_ENGINE, HBM_ENGINE), STAGES, cols)
 
 
 def _simulate_events(
@@ -791,8 +912,8 @@ def _log(
     net: Network,
     program: FabricProgram,
     nrec: npt.NDArray[np.int64],
-    start: list[int],
-    end: list[int],
+    start: list[int] | npt.NDArray[np.int64],
+    end: list[int] | npt.NDArray[np.int64],
 ) -> OpLog:
     """The op log of ``program``: one record per hop of each transfer and per other op, in op
     and hop order, with the given start and end times; chip, engine and stage follow from

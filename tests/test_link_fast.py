@@ -37,6 +37,7 @@ from sim.link import (
     _dependents,
     _one_shot,
     _op_ps,
+    _rotation_invariant,
     build_network,
     hbm_default,
     simulate_fabric,
@@ -117,6 +118,32 @@ def test_the_one_shot_path_takes_direct_only() -> None:
     assert _one_shot(net, prog) is None
     got = simulate_fabric(net, prog, contention=False)
     assert got.equals(_reference(net, prog, contention=False))
+
+
+def test_the_rotation_path_takes_direct_on_fully_connected_and_switch_only() -> None:
+    """With contention, direct on fully connected and switch networks is timed from one
+    chip's share of its events (turning the chips maps the program onto itself); on rings
+    and tori (a tie at half the ring goes one way from one chip, the other way from
+    another) it is not. The same messages in sender order (not offset order) fall back to
+    the event loop and still agree with the oracle."""
+    for kind in TOPOLOGIES:
+        for p in (4, 6) if kind == "torus2d" else (2, 3, 5, 8):
+            topo = _topo(kind, p)
+            net = build_network(topo)
+            prog = _program(topo, "direct", 3 * 1024 * 1024 + 2, None)
+            shape = _one_shot(net, prog)
+            assert shape is not None
+            want = kind in ("fully_connected", "switch")
+            assert _rotation_invariant(net, prog, shape) == want, (kind, p)
+    for kind in ("fully_connected", "switch"):
+        topo = _topo(kind, 5)
+        net = build_network(topo)
+        schedule = ar.build_schedule(topo, 200_002, "direct", chunk_bytes=16 * 1024)
+        by_sender = (tuple(sorted(schedule.steps[0], key=lambda m: (m.src, m.dst))),)
+        prog = ar.fabric_program(dataclasses.replace(schedule, steps=by_sender)).program
+        shape = _one_shot(net, prog)
+        assert shape is not None and not _rotation_invariant(net, prog, shape)
+        assert simulate_fabric(net, prog).equals(_reference(net, prog)), kind
 
 
 @pytest.mark.parametrize("kind", TOPOLOGIES)

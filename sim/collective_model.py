@@ -62,6 +62,7 @@ byte on a link direction (beta = 1 / link_bw), ``g`` = time per byte of reductio
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
@@ -608,11 +609,12 @@ def _critical(
         topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net
     )
     prog = fabric_program(schedule).program
-    mem_op = [
-        hbm_default(k, b) if m < 0 else m
-        for k, b, m in zip(prog.kind, prog.nbytes, prog.hbm, strict=True)
-    ]
-    timed = _shared(net, prog, mem_op) if algorithm in SHARED else prog
+    kinds = np.asarray(prog.kind, dtype=np.int64)
+    sizes = np.asarray(prog.nbytes, dtype=np.int64)
+    given = np.asarray(prog.hbm, dtype=np.int64)
+    mem_op = np.where(given < 0, np.where(kinds == REDUCTION, 2 * sizes, sizes), given)
+    assert hbm_default(REDUCTION, 1) == 2 and hbm_default(TRANSFER, 1) == 1  # as above
+    timed = _shared(net, prog, mem_op.tolist()) if algorithm in SHARED else prog
     log = simulate_fabric(net, timed, contention=False)
     total = float(log.makespan_ps)
     nlinks, p = len(net.links), net.chips
@@ -634,8 +636,8 @@ def _critical(
     # the tail of each record: the least time its op's dependents still need after it ends
     ops = np.concatenate([op[on_link], op[reduce], op[reads]])
     hop = _hop_index(op)
-    hops_left = np.asarray([net.hops(s, d) for s, d in zip(prog.src, prog.dst, strict=True)])
-    left = np.where(np.asarray(prog.kind)[op] == TRANSFER, hops_left[op] - 1 - hop, 0)
+    hops_left = _hops(net, prog)
+    left = np.where(kinds[op] == TRANSFER, hops_left[op] - 1 - hop, 0)
     rec_tail = left * c.alpha
     tail = np.concatenate([rec_tail[on_link], rec_tail[reduce], rec_tail[reads]])
     tail = tail + _tails(net, prog, mem_op, c)[ops]
@@ -657,27 +659,57 @@ def _hop_index(op: np.ndarray) -> np.ndarray:
     return idx - np.maximum.accumulate(np.where(first, idx, 0))
 
 
-def _tails(net: Network, prog: FabricProgram, mem: list[int], c: _Costs) -> np.ndarray:
+def _hops(net: Network, prog: FabricProgram) -> np.ndarray:
+    """Per op: the hops of its route (a reduction or copy: 0, its src is its dst)."""
+    p = net.chips
+    table = np.asarray([[len(r) for r in row] for row in net.routes], dtype=np.int64).reshape(-1)
+    return table[np.asarray(prog.src, dtype=np.int64) * p + np.asarray(prog.dst, dtype=np.int64)]
+
+
+RELAX_ROUNDS = 64  # _tails relaxes this many times at most, then makes one backward pass
+
+
+def _tails(net: Network, prog: FabricProgram, mem: np.ndarray, c: _Costs) -> np.ndarray:
     """Per op: the least time the ops that depend on it (directly or not) still need after
     it is done (a transfer: when its last hop ends), whatever the contention. Along each
     chain of dependents: a transfer's data arrives ``a`` after its last hop ends; a
     dependent ends no earlier than one burst after its input (ADR 0005 decision 4: ops
     stream at the granule of one burst), and a transfer's last hop ends ``(h-1) a`` after
-    its first."""
-    out = np.zeros(len(prog))
-    for i in range(len(prog) - 1, -1, -1):
-        k, nb = prog.kind[i], prog.nbytes[i]
-        g = min(nb, c.burst)
-        grain = g * (c.beta if k == TRANSFER else c.gamma if k == REDUCTION else 0.0)
-        grain = max(grain, (mem[i] * g / nb if nb else 0.0) * c.mem)
-        if k == TRANSFER:
-            grain += (net.hops(prog.src[i], prog.dst[i]) - 1) * c.alpha
-        here = out[i] + grain  # from when op i's input is there to the program's end
+    its first.
+
+    The longest such chain, relaxed along every dependency edge at once until nothing
+    changes (as many rounds as the deepest chain; the same sums in the same order as one
+    backward pass, so the same values)."""
+    n = len(prog)
+    kind = np.asarray(prog.kind, dtype=np.int64)
+    nb = np.asarray(prog.nbytes, dtype=np.float64)
+    g = np.minimum(nb, float(c.burst))
+    rate = np.where(kind == TRANSFER, c.beta, np.where(kind == REDUCTION, c.gamma, 0.0))
+    grain = g * rate
+    share = np.divide(mem * g, nb, out=np.zeros(n), where=nb != 0)
+    grain = np.maximum(grain, share * c.mem)
+    transfer = kind == TRANSFER
+    grain = np.where(transfer, grain + (_hops(net, prog) - 1) * c.alpha, grain)
+    count = np.fromiter(map(len, prog.deps), np.int64, n)
+    user = np.repeat(np.arange(n, dtype=np.int64), count)  # edge: op `user` needs op `dep`
+    dep = np.fromiter(itertools.chain.from_iterable(prog.deps), np.int64, int(count.sum()))
+    lag = np.where(transfer[dep], c.alpha, 0.0)
+    lag_by_op = np.where(transfer, c.alpha, 0.0)
+    out = np.zeros(n)
+    for _ in range(RELAX_ROUNDS):  # chains of a collective are a few steps deep
+        new = np.zeros(n)
+        np.maximum.at(new, dep, (out[user] + grain[user]) + lag)
+        if np.array_equal(new, out):
+            return out
+        out = new
+    tails = [0.0] * n  # deeper: one backward pass (ops depend on earlier ops only)
+    grains, lags = grain.tolist(), lag_by_op.tolist()
+    for i in range(n - 1, -1, -1):
+        here = tails[i] + grains[i]
         for d in prog.deps[i]:
-            lag = here + (c.alpha if prog.kind[d] == TRANSFER else 0.0)
-            if lag > out[d]:
-                out[d] = lag
-    return out
+            if here + lags[d] > tails[d]:
+                tails[d] = here + lags[d]
+    return np.asarray(tails)
 
 
 def _suffix_min(group: np.ndarray, value: np.ndarray) -> np.ndarray:

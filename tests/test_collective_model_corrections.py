@@ -6,6 +6,9 @@ sim / model in the docstring); the simulator is the reference, the model must tr
 
 from __future__ import annotations
 
+import importlib
+
+import numpy as np
 import pytest
 
 from sim import load_topology
@@ -47,3 +50,26 @@ def test_halving_doubling_fold_serialises_on_a_switch_port() -> None:
     it within 1.2."""
     ratio = _ratio("switch", 26, "halving_doubling", 94_245_798)
     assert 0.95 < ratio < 1.2, ratio
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "direct", "halving_doubling", "double_binary_tree"])
+def test_tails_relaxed_at_once_equal_one_backward_pass(
+    algorithm: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tails relaxed along every dependency at once (numpy) are the values of one
+    backward pass over the ops (the fallback for deep chains), to the last bit."""
+    cm = importlib.import_module("sim.collective_model")  # `sim.collective_model` is a function
+    from sim.kernels.allreduce import build_schedule, fabric_program
+    from sim.link import build_network, hbm_default
+
+    topo = load_topology().replace_chips(count=6, topology="ring", torus_dims=(2, 3))
+    net = build_network(topo)
+    prog = fabric_program(build_schedule(topo, 3 * 1024 * 1024 + 6, algorithm)).program
+    ops = zip(prog.kind, prog.nbytes, prog.hbm, strict=True)
+    mem = np.asarray([hbm_default(k, b) if m < 0 else m for k, b, m in ops], dtype=np.float64)
+    costs = cm._costs(topo, None)
+    relaxed = cm._tails(net, prog, mem, costs)
+    monkeypatch.setattr(cm, "RELAX_ROUNDS", 0)
+    backward = cm._tails(net, prog, mem, costs)
+    assert relaxed.max() > 0
+    assert np.array_equal(relaxed, backward)

@@ -653,7 +653,6 @@ def _one_shot_by_rotation(net: Network, program: FabricProgram, shape: _OneShot)
     k = p - 1  # messages of chip 0 per round: offsets 1..p-1, kept in offset order
     lo = np.arange(rounds, dtype=np.int64)[:, None] * width + np.arange(k)[None, :] * p
     picked = lo.reshape(-1)  # real op ids of chip 0's sends, round by round, by offset
-    first = half + lo[:, :1] if k > 1 else None
     sub = FabricProgram(
         kind=[TRANSFER] * (rounds * k) + [REDUCTION] * (rounds * k),
         src=[0] * (2 * rounds * k),
@@ -668,7 +667,7 @@ def _one_shot_by_rotation(net: Network, program: FabricProgram, shape: _OneShot)
         into=[-1] * (rounds * k)
         + (
             [rounds * k + t * k for t in range(rounds) for _d in range(k)]
-            if first is not None
+            if k > 1  # one accumulator per round, named by its first reduction
             else [-1] * (rounds * k)
         ),
     )

@@ -90,7 +90,6 @@ from sim.link import (
     FabricProgram,
     Network,
     build_network,
-    hbm_default,
     simulate_fabric,
 )
 from sim.topology import Topology
@@ -612,8 +611,8 @@ def _critical(
     kinds = np.asarray(prog.kind, dtype=np.int64)
     sizes = np.asarray(prog.nbytes, dtype=np.int64)
     given = np.asarray(prog.hbm, dtype=np.int64)
+    # hbm_default op by op: a reduction reads and writes its bytes, a send or copy moves them once
     mem_op = np.where(given < 0, np.where(kinds == REDUCTION, 2 * sizes, sizes), given)
-    assert hbm_default(REDUCTION, 1) == 2 and hbm_default(TRANSFER, 1) == 1  # as above
     timed = _shared(net, prog, mem_op.tolist()) if algorithm in SHARED else prog
     log = simulate_fabric(net, timed, contention=False)
     total = float(log.makespan_ps)

@@ -51,6 +51,11 @@ byte on a link direction (beta = 1 / link_bw), ``g`` = time per byte of reductio
    instead "what the path does after the resource's last op", which is not a tail of the
    ops on it (an op whose dependents have slack was charged another chain's length): the
    double binary tree on a 6-chip switch at 40 MB was modelled 1.48x too slow (ADR 0015).
+   A transfer's head is its start on that path, later by the turns it waits on its
+   sender's link direction when the first ``staging_buffers`` transfers of every pair take
+   that link first come, first served, in the path's order, each for ``bytes b``
+   (:func:`_sender_queues`, ADR 0017): what a congestion-unaware path cannot see, a chip
+   whose one port sends its own leaf data and then the data it reduced.
 7. **One-port phases** (ADR 0015). Double binary tree (Sanders, Speck and Traeff 2009, a
    binary tree pipelined in ``k`` pieces takes ``2 d + k - 1`` stages of ``2 beta n / k`` in
    the one-port model): :func:`_tree_stages`. Halving-doubling on a switch, whose chips
@@ -92,6 +97,7 @@ from sim.link import (
     build_network,
     simulate_fabric,
 )
+from sim.oplog import OpLog
 from sim.topology import Topology
 
 __all__ = [
@@ -629,12 +635,14 @@ def _critical(
         [log.engine[on_link].astype(np.int64), nlinks + chip[reduce], nlinks + p + chip[reads]]
     )
     work = np.concatenate([nb[on_link] * c.beta, nb[reduce] * c.gamma, mem[reads] * c.mem])
-    start = np.concatenate([log.start[on_link], log.start[reduce], log.start[reads]])
+    hop = _hop_index(op)
+    late = _sender_queues(net, prog, log, op, hop, on_link, nb * c.beta)
+    moved = log.start + np.where(on_link, late[op], 0)
+    start = np.concatenate([moved[on_link], log.start[reduce], moved[reads]])
     if not len(res):
         return total, 0.0
     # the tail of each record: the least time its op's dependents still need after it ends
     ops = np.concatenate([op[on_link], op[reduce], op[reads]])
-    hop = _hop_index(op)
     hops_left = _hops(net, prog)
     left = np.where(kinds[op] == TRANSFER, hops_left[op] - 1 - hop, 0)
     rec_tail = left * c.alpha
@@ -649,6 +657,52 @@ def _critical(
     after = suffix - np.append(suffix, 0.0)[group_end]
     path = t0 + after + _suffix_min(r, q)
     return total, float(path.max(initial=0.0))
+
+
+def _sender_queues(
+    net: Network,
+    prog: FabricProgram,
+    log: OpLog,
+    op: np.ndarray,
+    hop: np.ndarray,
+    on_link: np.ndarray,
+    hold: np.ndarray,
+) -> np.ndarray:
+    """Per op: how much later a transfer leaves when the transfers that leave its sender on
+    the same link direction take turns there, first come, first served, in the order (and
+    for the time) the congestion-unaware path gives them. Only each pair's first
+    ``staging_buffers`` transfers: later ones wait for credits that come back as the
+    receiver consumes, which this pass does not follow."""
+    late = np.zeros(len(prog), dtype=np.int64)
+    p = net.chips
+    conn = np.asarray(prog.src, dtype=np.int64) * p + np.asarray(prog.dst, dtype=np.int64)
+    kinds = np.asarray(prog.kind, dtype=np.int64)
+    ids = np.flatnonzero(kinds == TRANSFER)
+    by_pair = ids[np.argsort(conn[ids], kind="stable")]
+    lead = np.r_[True, conn[by_pair][1:] != conn[by_pair][:-1]]
+    pos = np.arange(len(by_pair))
+    rank = np.empty(len(prog), dtype=np.int64)
+    rank[by_pair] = pos - np.maximum.accumulate(np.where(lead, pos, 0))
+    early = np.zeros(len(prog), dtype=bool)
+    early[ids] = rank[ids] < net.staging_buffers
+    first = np.flatnonzero(on_link & (hop == 0) & early[op])
+    if not len(first):
+        return late
+    eng = log.engine[first].astype(np.int64)
+    s0 = log.start[first].astype(np.int64)
+    d = np.ceil(hold[first]).astype(np.int64)
+    order = np.lexsort((op[first], s0, eng))
+    g, s_, w = eng[order], s0[order], d[order]
+    new = np.r_[True, g[1:] != g[:-1]]
+    csum = np.cumsum(w)
+    lead = np.flatnonzero(new)
+    seg = np.cumsum(new) - 1
+    acc = csum - (csum[lead] - w[lead])[seg]  # hold times so far on the link, this one included
+    v = s_ + w - acc
+    shift = (int(v.max()) - int(v.min()) + 1) * seg
+    end = np.maximum.accumulate(v + shift) - shift + acc
+    late[op[first][order]] = end - w - s_
+    return late
 
 
 def _hop_index(op: np.ndarray) -> np.ndarray:

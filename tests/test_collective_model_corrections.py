@@ -73,3 +73,34 @@ def test_tails_relaxed_at_once_equal_one_backward_pass(
     backward = cm._tails(net, prog, mem, costs)
     assert relaxed.max() > 0
     assert np.array_equal(relaxed, backward)
+
+
+def test_a_leaf_sends_its_own_data_before_what_it_reduced() -> None:
+    """Double binary tree, 8-chip switch, 16 MiB (ADR 0017): chip 4's children are leaves of
+    the other tree, so each child's one port sends its own half first and chip 4's port
+    out of the switch idles for (n/2) b before its 0.8 of the run. With heads from the
+    congestion-unaware path the model saw only that port's load (sim / model 1.246); with
+    each sender's first chunks queued on its link, within 1.2."""
+    ratio = _ratio("switch", 8, "double_binary_tree", 16 * 1024 * 1024)
+    assert 0.97 < ratio < 1.2, ratio
+
+
+def test_sender_queues_delay_the_second_transfer_on_a_shared_port() -> None:
+    """Two chunks that leave chip 0 of a switch at once on the congestion-unaware path (each
+    pair has its own link there) share chip 0's one port: the second leaves b bytes later."""
+    cm = importlib.import_module("sim.collective_model")
+    from sim.link import TRANSFER, FabricProgram, build_network, simulate_fabric
+
+    topo = BASE.replace_chips(count=3, topology="switch")
+    net = build_network(topo)
+    prog = FabricProgram()
+    prog.add(TRANSFER, 0, 1, 1 << 20, 0, ())
+    prog.add(TRANSFER, 0, 2, 1 << 20, 0, ())
+    log = simulate_fabric(net, prog, contention=False)
+    op = log.op.astype(np.int64)
+    hop = cm._hop_index(op)
+    on_link = np.ones(len(op), dtype=bool)
+    hold = np.full(len(op), float((1 << 20) * 1000) / float(topo.chips.link_bw))
+    late = cm._sender_queues(net, prog, log, op, hop, on_link, hold)
+    assert log.start[hop == 0].tolist() == [0, 0]
+    assert late.tolist() == [0, int(np.ceil(hold[0]))]

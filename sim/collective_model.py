@@ -95,6 +95,7 @@ from sim.link import (
     FabricProgram,
     Network,
     build_network,
+    one_after_another,
     simulate_fabric,
 )
 from sim.oplog import OpLog
@@ -688,20 +689,10 @@ def _sender_queues(
     first = np.flatnonzero(on_link & (hop == 0) & early[op])
     if not len(first):
         return late
-    eng = log.engine[first].astype(np.int64)
     s0 = log.start[first].astype(np.int64)
-    d = np.ceil(hold[first]).astype(np.int64)
-    order = np.lexsort((op[first], s0, eng))
-    g, s_, w = eng[order], s0[order], d[order]
-    new = np.r_[True, g[1:] != g[:-1]]
-    csum = np.cumsum(w)
-    lead = np.flatnonzero(new)
-    seg = np.cumsum(new) - 1
-    acc = csum - (csum[lead] - w[lead])[seg]  # hold times so far on the link, this one included
-    v = s_ + w - acc
-    shift = (int(v.max()) - int(v.min()) + 1) * seg
-    end = np.maximum.accumulate(v + shift) - shift + acc
-    late[op[first][order]] = end - w - s_
+    w = np.ceil(hold[first]).astype(np.int64)
+    end = one_after_another(log.engine[first].astype(np.int64), s0, s0 + w, w)
+    late[op[first]] = end - w - s0
     return late
 
 

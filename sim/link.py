@@ -59,6 +59,7 @@ __all__ = [
     "arrival_ps",
     "build_network",
     "hbm_default",
+    "one_after_another",
     "ring_route",
     "simulate_fabric",
     "torus_cycle",
@@ -458,14 +459,15 @@ def _one_shot(net: Network, program: FabricProgram) -> _OneShot | None:
     return _OneShot(rounds, width, first)
 
 
-def _after_one_another(
+def one_after_another(
     group: npt.NDArray[np.int64],
     begin: npt.NDArray[np.int64],
     end: npt.NDArray[np.int64],
     grain: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.int64]:
-    """Ends of adds into accumulators: within each ``group``, in order of ``begin`` (ties by
-    index), each ends no earlier than ``grain`` after the one before it ended."""
+    """Ends of ops that one server takes in turn (adds into an accumulator, transfers on a
+    link): within each ``group``, in order of ``begin`` (ties by index), each ends no
+    earlier than ``grain`` after the one before it ended (a max-plus scan per group)."""
     order = np.lexsort((np.arange(len(group)), begin, group))
     g, e, w = group[order], end[order], grain[order]
     new = np.r_[True, g[1:] != g[:-1]]
@@ -536,7 +538,7 @@ def _one_shot_uncontended(
         head = np.minimum(b_last + lat + t_burst[t], e_last + lat)
         done = np.maximum(head + r_total[t], e_last + lat + r_burst[t])
         r_begin[t] = head
-        r_end[t] = _after_one_another(group, head, done, r_burst[t])
+        r_end[t] = one_after_another(group, head, done, r_burst[t])
         credit = r_end[t] + lat
         if t < buffers:
             pool[t] = credit

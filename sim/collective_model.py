@@ -648,7 +648,7 @@ def _critical(
     left = np.where(kinds[op] == TRANSFER, hops_left[op] - 1 - hop, 0)
     rec_tail = left * c.alpha
     tail = np.concatenate([rec_tail[on_link], rec_tail[reduce], rec_tail[reads]])
-    tail = tail + _tails(net, prog, mem_op, c)[ops]
+    tail = tail + _tails(prog, hops_left, mem_op, c)[ops]
     # per resource, ops by start: from op j on, the work of j and every later op, then the
     # shortest tail among them (Carlier 1982's one-machine bound with heads and tails)
     order = np.lexsort((start, res))
@@ -680,10 +680,8 @@ def _sender_queues(
     kinds = np.asarray(prog.kind, dtype=np.int64)
     ids = np.flatnonzero(kinds == TRANSFER)
     by_pair = ids[np.argsort(conn[ids], kind="stable")]
-    lead = np.r_[True, conn[by_pair][1:] != conn[by_pair][:-1]]
-    pos = np.arange(len(by_pair))
     rank = np.empty(len(prog), dtype=np.int64)
-    rank[by_pair] = pos - np.maximum.accumulate(np.where(lead, pos, 0))
+    rank[by_pair] = _hop_index(conn[by_pair])  # each transfer's place among its pair's
     early = np.zeros(len(prog), dtype=bool)
     early[ids] = rank[ids] < net.staging_buffers
     first = np.flatnonzero(on_link & (hop == 0) & early[op])
@@ -697,7 +695,8 @@ def _sender_queues(
 
 
 def _hop_index(op: np.ndarray) -> np.ndarray:
-    """Each record's hop within its op (records sorted by op, then hop)."""
+    """Each record's hop within its op (records sorted by op, then hop): each element's
+    place within its run of equal values."""
     idx = np.arange(len(op))
     first = np.r_[True, op[1:] != op[:-1]]
     return idx - np.maximum.accumulate(np.where(first, idx, 0))
@@ -713,7 +712,7 @@ def _hops(net: Network, prog: FabricProgram) -> np.ndarray:
 RELAX_ROUNDS = 64  # _tails relaxes this many times at most, then makes one backward pass
 
 
-def _tails(net: Network, prog: FabricProgram, mem: np.ndarray, c: _Costs) -> np.ndarray:
+def _tails(prog: FabricProgram, hops: np.ndarray, mem: np.ndarray, c: _Costs) -> np.ndarray:
     """Per op: the least time the ops that depend on it (directly or not) still need after
     it is done (a transfer: when its last hop ends), whatever the contention. Along each
     chain of dependents: a transfer's data arrives ``a`` after its last hop ends; a
@@ -733,7 +732,7 @@ def _tails(net: Network, prog: FabricProgram, mem: np.ndarray, c: _Costs) -> np.
     share = np.divide(mem * g, nb, out=np.zeros(n), where=nb != 0)
     grain = np.maximum(grain, share * c.mem)
     transfer = kind == TRANSFER
-    grain = np.where(transfer, grain + (_hops(net, prog) - 1) * c.alpha, grain)
+    grain = np.where(transfer, grain + (hops - 1) * c.alpha, grain)
     count = np.fromiter(map(len, prog.deps), np.int64, n)
     user = np.repeat(np.arange(n, dtype=np.int64), count)  # edge: op `user` needs op `dep`
     dep = np.fromiter(itertools.chain.from_iterable(prog.deps), np.int64, int(count.sum()))

@@ -68,9 +68,9 @@ def test_tails_relaxed_at_once_equal_one_backward_pass(
     ops = zip(prog.kind, prog.nbytes, prog.hbm, strict=True)
     mem = np.asarray([hbm_default(k, b) if m < 0 else m for k, b, m in ops], dtype=np.float64)
     costs = cm._costs(topo, None)
-    relaxed = cm._tails(net, prog, mem, costs)
+    relaxed = cm._tails(prog, cm._hops(net, prog), mem, costs)
     monkeypatch.setattr(cm, "RELAX_ROUNDS", 0)
-    backward = cm._tails(net, prog, mem, costs)
+    backward = cm._tails(prog, cm._hops(net, prog), mem, costs)
     assert relaxed.max() > 0
     assert np.array_equal(relaxed, backward)
 

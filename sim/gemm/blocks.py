@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-from sim.core import (
-    COPY,
-    DMA,
-    FETCH_COPY,
-    HBM,
-    MAC,
-    PE,
-    PIPE,
-    SERVE,
-    SRAM,
-    Access,
-    Op,
-)
+from sim.core import COPY, DMA, FETCH_COPY, HBM, MAC, PE, PIPE, SERVE, SRAM, Access, Op
 from sim.gemm.layout import (
     A_ENG,
     B_ENG,

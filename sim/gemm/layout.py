@@ -6,11 +6,7 @@ channel stripe). DMA engine 0 streams A, engine 1 streams B, engine 2 writes C b
 
 from __future__ import annotations
 
-from sim.core import (
-    HBM,
-    PE,
-    Channels,
-)
+from sim.core import HBM, PE, Channels
 from sim.gemm.buffers import Buffers, busiest_channel_ps, littles_depth
 from sim.gemm.shape import VARIANTS, GemmShape, ShapeError, SramCapacityError, TilePlan
 from sim.gemm.tile_op import tile_op_timing

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.core import (
-    simulate,
-)
+from sim.core import simulate
 from sim.gemm.program import GemmProgram
 from sim.gemm.shape import GemmShape, ShapeError
 from sim.limits import check_gemm, check_gemm_blocks, shape_dims

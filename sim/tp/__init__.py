@@ -27,8 +27,10 @@ Granularity (docs/adr/0014-tensor-parallel-layer.md): ``coarse`` runs one op per
 output tiles (rows), its PE time taken from the real GEMM simulator run alone
 (:func:`gemm_curve`) and its HBM bytes streamed over its duration; ``tile`` runs the GEMM's
 own tile-level program (``sim.gemm.program.GemmProgram``) inside the joint engine.
-"""
 
-# Modules, each one job: config (LayerConfig, the shard shapes), curve (a GEMM's progress
-# alone), build (the joint program), cosim (the joint event engine), run (run_layer),
-# metrics (layer_metrics and the analytic model), datacheck (the replay on integer data).
+Modules, each one job, lower layers first: ``config`` (``LayerConfig``, the shard shapes),
+``curve`` (a shard GEMM's progress alone), ``cosim`` (the joint event engine), ``build``
+(the joint program), ``run`` (``run_layer``), ``metrics`` (``layer_metrics`` and the
+analytic model), ``datacheck`` (the replay on integer data). The public names are exported
+by ``sim``.
+"""

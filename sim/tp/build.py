@@ -18,17 +18,7 @@ from sim.link import REDUCTION as FAB_REDUCTION
 from sim.link import Network, hbm_default
 from sim.topology import Topology
 from sim.tp.config import LayerConfig, LayerError, gemm_shapes
-from sim.tp.cosim import (
-    BLOCK,
-    COPY,
-    DMA,
-    PIPE,
-    REDUCE,
-    SERVE,
-    STAGES,
-    TRANSFER,
-    JointProgram,
-)
+from sim.tp.cosim import BLOCK, COPY, DMA, PIPE, REDUCE, SERVE, STAGES, TRANSFER, JointProgram
 from sim.tp.curve import gemm_curve
 
 __all__ = ["ALGORITHM", "Action"]

@@ -8,9 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sim.tp.config import LayerError
-from sim.tp.cosim import (
-    STAGES,
-)
+from sim.tp.cosim import STAGES
 from sim.tp.run import LayerRun
 
 __all__ = ["check_layer_data"]

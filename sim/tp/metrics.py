@@ -13,7 +13,7 @@ __all__ = ["layer_metrics"]
 
 
 def _model(run: LayerRun) -> dict[str, float]:
-    """Analytic times (ps): GEMMs from ``sim.model.gemm_model``, collectives alpha-beta."""
+    """Analytic times (ps): GEMMs from ``sim.gemm.model.gemm_model``, collectives alpha-beta."""
     cfg, topo, net = run.cfg, run.topo, run.net
     p = net.chips
     g = {st: gemm_model(sh, cfg.variant, topo).ideal_ps for st, sh in gemm_shapes(cfg, p)}

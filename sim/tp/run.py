@@ -9,9 +9,7 @@ from sim.oplog import OpLog
 from sim.topology import Topology
 from sim.tp.build import _Builder, _Built
 from sim.tp.config import LayerConfig, LayerError
-from sim.tp.cosim import (
-    simulate_joint,
-)
+from sim.tp.cosim import simulate_joint
 
 __all__ = ["LayerRun", "run_layer"]
 

@@ -34,7 +34,7 @@ from sim.gemm.program import GemmProgram
 from sim.gemm.shape import GemmShape
 from sim.hbm import transfer_channels
 from sim.topology import Topology
-from sim.units import ps_for_bytes
+from sim.units import PS_PER_NS, ps_for_bytes
 
 __all__ = ["GemmModel", "gemm_model", "model_hbm_bytes", "roofline_tflops"]
 
@@ -87,7 +87,7 @@ def _recurrences(prog: GemmProgram) -> dict[str, float]:
         "pe": t,
         "fetch": f,
         "dma out engine": setup / kt,
-        "hbm": float(per_op * 1000 / hbm.bw),
+        "hbm": float(per_op * PS_PER_NS / hbm.bw),
         "pe operand slots": (f + prog.retire) / prog.slots,
     }
     # C buffers: first issue of j -> ... -> last retire -> DMA out released -> issue of j + c
@@ -168,7 +168,7 @@ def gemm_model(
         ideal_ps=int(ideal),
         ii_ps=ii,
         limiter=limiter,
-        mac_util=p.shape.macs / (topo.pe.peak_macs_per_ns * ideal / 1000),
+        mac_util=p.shape.macs / (topo.pe.peak_macs_per_ns * ideal / PS_PER_NS),
         compute_bound_ps=n * prog.T,
         hbm_bound_ps=ps_for_bytes(hbm_bytes, topo.hbm.bw),
         path_bound_ps=path,

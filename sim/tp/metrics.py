@@ -7,7 +7,7 @@ import numpy as np
 from sim.gemm.model import gemm_model
 from sim.tp.config import gemm_shapes
 from sim.tp.run import LayerRun
-from sim.units import ps_for_bytes
+from sim.units import PS_PER_NS, ps_for_bytes
 
 __all__ = ["layer_metrics"]
 
@@ -52,21 +52,21 @@ def layer_metrics(run: LayerRun) -> dict[str, float]:
     hidden = comp + comm - lat
     mod = _model(run)
     return {
-        "latency_ns": lat / 1000,
-        "compute_ns": comp / 1000,
-        "comm_ns": comm / 1000,
-        "exposed_comm_ns": (lat - comp) / 1000,
+        "latency_ns": lat / PS_PER_NS,
+        "compute_ns": comp / PS_PER_NS,
+        "comm_ns": comm / PS_PER_NS,
+        "exposed_comm_ns": (lat - comp) / PS_PER_NS,
         "overlap_eff": hidden / small if small else 0.0,
-        "bound_ns": max(comp, comm) / 1000,
-        "serial_sum_ns": (comp + comm) / 1000,
+        "bound_ns": max(comp, comm) / PS_PER_NS,
+        "serial_sum_ns": (comp + comm) / PS_PER_NS,
         "hbm_bytes_max": max(hbm),
         "link_bytes_max": int(per_chip.max()),
         "link_bytes_total": int(per_chip.sum()),
         "transfers": int(np.count_nonzero(log.mask(stage="send"))),
         "records": len(log),
-        "model_latency_ns": mod["latency"] / 1000,
-        "model_compute_ns": mod["compute"] / 1000,
-        "model_comm_ns": mod["comm"] / 1000,
-        "model_bound_ns": max(mod["compute"], mod["comm"]) / 1000,
+        "model_latency_ns": mod["latency"] / PS_PER_NS,
+        "model_compute_ns": mod["compute"] / PS_PER_NS,
+        "model_comm_ns": mod["comm"] / PS_PER_NS,
+        "model_bound_ns": max(mod["compute"], mod["comm"]) / PS_PER_NS,
         "sim_model_ratio": lat / mod["latency"] if mod["latency"] else 1.0,
     }

@@ -17,8 +17,9 @@ from pytest_npubench.plotting import (
     provenance_handles,
     save,
 )
-from sim.kernels.tp_layer import MODES, LayerConfig, run_layer
 from sim.topology import Topology
+from sim.tp.config import MODES, LayerConfig
+from sim.tp.run import run_layer
 
 Key = tuple[str, int, int, int, str, str]  # layer, hidden, tokens, tp, topology, mode
 Grid = dict[Key, ConfigResult]

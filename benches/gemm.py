@@ -28,10 +28,12 @@ from pytest_npubench.plotting import (
     titled,
 )
 from sim import gemm_metrics, load_topology
-from sim.datacheck import DataCheckError, check_gemm_data
-from sim.kernels.gemm import STAGES, VARIANTS, GemmShape, TilePlan, check_coverage
-from sim.kernels.gemm import run_gemm as simulate_gemm
-from sim.model import roofline_tflops
+from sim.gemm.check import check_coverage
+from sim.gemm.datacheck import DataCheckError, check_gemm_data
+from sim.gemm.layout import STAGES
+from sim.gemm.model import roofline_tflops
+from sim.gemm.run import run_gemm as simulate_gemm
+from sim.gemm.shape import VARIANTS, GemmShape, TilePlan
 from sim.trace import write_trace
 
 TOPOLOGY = load_topology(os.environ.get("NPUBENCH_TOPOLOGY", "npu-1h"))

@@ -25,9 +25,11 @@ from typing import Any
 from benches._tp_figures import figures
 from pytest_npubench import Bench, Metric, Result
 from sim import load_topology
-from sim.kernels.tp_layer import LAYERS, MODES, LayerConfig, check_layer_data, layer_metrics
-from sim.kernels.tp_layer import run_layer as simulate_layer_run
 from sim.topology import Topology
+from sim.tp.config import LAYERS, MODES, LayerConfig
+from sim.tp.datacheck import check_layer_data
+from sim.tp.metrics import layer_metrics
+from sim.tp.run import run_layer as simulate_layer_run
 from sim.trace import write_trace
 
 TOPOLOGY = load_topology(os.environ.get("NPUBENCH_TOPOLOGY", "npu-1h"))

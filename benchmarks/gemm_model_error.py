@@ -1,4 +1,4 @@
-"""How well does ``sim.model`` explain the simulator? sim/model latency over random shapes.
+"""How well does ``sim.gemm.model`` explain the simulator? sim/model latency over random shapes.
 
     python benchmarks/gemm_model_error.py            # 10,000 shapes, dims 1..2048
     python benchmarks/gemm_model_error.py 500 --seed 3
@@ -30,8 +30,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from sim import load_topology
-from sim.kernels.gemm import VARIANTS, GemmShape, run_gemm
-from sim.model import gemm_model
+from sim.gemm.model import gemm_model
+from sim.gemm.run import run_gemm
+from sim.gemm.shape import VARIANTS, GemmShape
 
 Row = tuple[str, str, str, float, bool, str]
 
@@ -85,7 +86,7 @@ def main(argv: list[str]) -> None:
 
 
 def targets() -> None:
-    from sim.analysis import gemm_metrics
+    from sim.gemm.metrics import gemm_metrics
 
     topo = load_topology("npu-1h")
     print(

@@ -37,8 +37,8 @@ VARIANTS = ["load_ref", "double_buffer", "prefetch", "resident"]
 CHILD = """
 import json, resource, sys, time
 from sim import load_topology
-from sim.kernels.gemm import run_gemm
-from sim.analysis import gemm_metrics
+from sim.gemm.run import run_gemm
+from sim.gemm.metrics import gemm_metrics
 topo = load_topology()
 shape, variant = sys.argv[1], sys.argv[2]
 t, c = time.perf_counter(), time.process_time()

@@ -7,7 +7,7 @@ the smaller of compute and communication that was hidden) per layer x mode x tok
 the topology file's hardware (``npu-1h``; ring by default). Table 2: gemm_ar's overlap
 efficiency vs its chunk count, on npu-1h and on a what-if with links 16x slower
 (``link_bw_gbs`` / 16), where communication is comparable to compute. Every number is
-simulated (``sim.kernels.tp_layer``); CPU time is printed beside wall time.
+simulated (``sim.tp``); CPU time is printed beside wall time.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ import sys
 import time
 
 from sim import load_topology
-from sim.kernels.tp_layer import LayerConfig, layer_metrics, run_layer
 from sim.topology import Topology
+from sim.tp.config import LayerConfig
+from sim.tp.metrics import layer_metrics
+from sim.tp.run import run_layer
 
 TOKENS = [128, 512, 2048, 8192]
 TP = [2, 4, 8]

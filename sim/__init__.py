@@ -10,22 +10,16 @@
 
 from __future__ import annotations
 
-from sim.analysis import busy_ps, gemm_metrics
 from sim.collective_model import model as collective_model
 from sim.core import SimulationError, simulate, simulate_reference
 from sim.errors import BudgetError, InputError, NpuSimError, TopologyError
+from sim.gemm.check import check_coverage, functional_check
+from sim.gemm.datacheck import check_gemm_data
+from sim.gemm.metrics import busy_ps, gemm_metrics
+from sim.gemm.model import gemm_model, roofline_tflops
+from sim.gemm.run import run_gemm
+from sim.gemm.shape import VARIANTS, GemmShape, ShapeError, SramCapacityError
 from sim.kernels.allreduce import all_gather, allreduce, collective_metrics, reduce_scatter
-from sim.kernels.gemm import (
-    VARIANTS,
-    GemmShape,
-    ShapeError,
-    SramCapacityError,
-    check_coverage,
-    functional_check,
-    run_gemm,
-)
-from sim.kernels.tp_layer import LayerConfig, check_layer_data, layer_metrics, run_layer
-from sim.model import gemm_model, roofline_tflops
 from sim.oplog import OpLog
 from sim.program import ProgramBuilder
 from sim.systolic import (
@@ -38,6 +32,10 @@ from sim.systolic import (
     simulate_layer,
 )
 from sim.topology import Topology, available_topologies, load_topology
+from sim.tp.config import LayerConfig
+from sim.tp.datacheck import check_layer_data
+from sim.tp.metrics import layer_metrics
+from sim.tp.run import run_layer
 from sim.trace import chrome_trace, write_trace
 
 __all__ = [
@@ -63,6 +61,7 @@ __all__ = [
     "available_topologies",
     "busy_ps",
     "check_coverage",
+    "check_gemm_data",
     "check_layer_data",
     "chrome_trace",
     "collective_metrics",

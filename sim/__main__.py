@@ -14,9 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from sim.analysis import gemm_metrics
 from sim.errors import NpuSimError
-from sim.kernels.gemm import VARIANTS, GemmShape, run_gemm
+from sim.gemm.metrics import gemm_metrics
+from sim.gemm.run import run_gemm
+from sim.gemm.shape import VARIANTS, GemmShape
 from sim.systolic import (
     ScaleSimInputError,
     compute_report_csv,

@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from sim.errors import BudgetError, InputError, NpuSimError, short_number, short_repr
+from sim.units import ps_for_bytes
 
 if TYPE_CHECKING:
     from sim.topology import Topology
@@ -266,8 +267,6 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 def _ps(nbytes: int, gbs: Fraction) -> int:
-    from sim.topology import ps_for_bytes
-
     return ps_for_bytes(nbytes, gbs)
 
 

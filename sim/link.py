@@ -45,7 +45,8 @@ import numpy as np
 import numpy.typing as npt
 
 from sim.oplog import OpLog
-from sim.topology import Topology, ps_for_bytes
+from sim.topology import Topology
+from sim.units import ps_for_bytes
 
 __all__ = [
     "COPY",

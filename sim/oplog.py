@@ -7,7 +7,7 @@ A log from the fast simulator is **compressed** (docs/adr/0011): where the simul
 found a period, the log stores the period's records once plus a :class:`Repeat` (how
 many copies follow it, and the time / op-id / tile-op shift of each). The column
 attributes (``log.start`` ...) are the full, expanded columns, built on first use and
-then kept; consumers that can work on the period (``sim.analysis`` metrics,
+then kept; consumers that can work on the period (``sim.gemm.metrics``,
 ``check_coverage``) read :attr:`OpLog.stored` and :attr:`OpLog.repeats` instead and never
 expand a long log.
 """

@@ -1,4 +1,4 @@
-"""How long one PE tile-op takes: the tile model's pipeline, or a systolic array's folds.
+"""The PE models a topology can name, and a systolic array's cycles for one tile-op.
 
 A tile-op is one ``tile_m x tile_k x tile_n`` block product, ``C[tm, tn] += A[tm, tk] @
 B[tk, tn]``. The topology's ``pe.model`` says how the PE times it (docs/adr/0012):
@@ -12,28 +12,18 @@ B[tk, tn]``. The topology's ``pe.model`` says how the PE times it (docs/adr/0012
   ``2 rows + cols + T - 2`` (``ws``, ``is``). Like consecutive folds in SCALE-Sim, consecutive
   tile-ops do not overlap: the next issues when this one's last fold has drained, so the
   issue interval equals the latency.
+
+This module sits below ``sim.topology`` (which checks a systolic PE with it); the timing of
+a topology's tile-op, in picoseconds, is ``sim.gemm.tile_op.tile_op_timing``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
-
 from sim.systolic import ArrayConfig, SystolicLayer, layer_cycles
 
-if TYPE_CHECKING:
-    from sim.topology import Topology
-
-__all__ = ["PE_MODELS", "TileOpTiming", "systolic_tile_cycles", "tile_op_timing"]
+__all__ = ["PE_MODELS", "systolic_tile_cycles"]
 
 PE_MODELS = ("tile", "systolic")
-
-
-class TileOpTiming(NamedTuple):
-    """One tile-op on the PE: the next may issue ``issue_ps`` after it; it retires
-    ``latency_ps`` after its issue."""
-
-    issue_ps: int
-    latency_ps: int
 
 
 def systolic_tile_cycles(
@@ -47,14 +37,3 @@ def systolic_tile_cycles(
     return layer_cycles(
         SystolicLayer.gemm("tile-op", tile_m, tile_n, tile_k), ArrayConfig(rows, cols, dataflow)
     )
-
-
-def tile_op_timing(topo: Topology) -> TileOpTiming:
-    """The PE's issue interval and latency for one tile-op of ``topo``, in picoseconds."""
-    pe = topo.pe
-    if pe.model == "systolic":
-        cycles = systolic_tile_cycles(
-            pe.tile_m, pe.tile_k, pe.tile_n, pe.rows, pe.cols, pe.dataflow
-        )
-        return TileOpTiming(cycles * pe.cycle_ps, cycles * pe.cycle_ps)
-    return TileOpTiming(pe.stage_ps, pe.pipeline_stages * pe.stage_ps)

@@ -21,7 +21,8 @@ from fractions import Fraction
 from sim.core import DMA, PIPE, SERVE, Channels, Op, simulate, simulate_reference
 from sim.hbm import transfer_channels
 from sim.oplog import OpLog
-from sim.topology import Topology, ps_for_bytes
+from sim.topology import Topology
+from sim.units import ps_for_bytes
 
 __all__ = ["ProgramBuilder"]
 

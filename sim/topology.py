@@ -27,6 +27,7 @@ from sim.errors import TopologyError, short_number, short_repr
 from sim.limits import MAX_CODE, MAX_INT_KEY, MAX_OP_PS, MAX_TOPOLOGY_FILE_BYTES
 from sim.pe import PE_MODELS, systolic_tile_cycles
 from sim.systolic import DATAFLOWS
+from sim.units import PS_PER_NS, ps_for_bytes
 
 __all__ = [
     "TOPOLOGY_DIR",
@@ -41,23 +42,15 @@ __all__ = [
     "TopologyError",
     "available_topologies",
     "load_topology",
-    "ps_for_bytes",
 ]
 
 TOPOLOGY_DIR = Path(__file__).parent / "topologies"
 CHIP_TOPOLOGIES = ("ring", "fully_connected", "torus2d", "switch")
-PS_PER_NS = 1000
 
 
 def _exact(value: float | int) -> Fraction:
     """The exact decimal value of a YAML number (0.1 -> 1/10, not the nearest binary float)."""
     return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
-
-
-def ps_for_bytes(nbytes: int, gbs: Fraction) -> int:
-    """Picoseconds to move ``nbytes`` at ``gbs`` GB/s (1 GB/s = 1 byte/ns), rounded up."""
-    num = nbytes * PS_PER_NS * gbs.denominator
-    return -(-num // gbs.numerator)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.analysis import busy_ps, gemm_metrics
-from sim.kernels.gemm import STAGES, TilePlan, run_gemm
+from sim.gemm.layout import STAGES
+from sim.gemm.metrics import busy_ps, gemm_metrics
+from sim.gemm.run import run_gemm
+from sim.gemm.shape import TilePlan
 from sim.topology import Topology
 
 
@@ -107,8 +109,8 @@ def test_metrics_of_the_compressed_log_equal_those_of_the_expanded_log(
 ) -> None:
     """The closed forms over periods (sums x copies, the steady share of a union) are exact:
     every metric equals the one computed from the log written out record by record."""
-    from sim.analysis import Reduced
-    from sim.kernels.gemm import GemmRun
+    from sim.gemm.metrics import Reduced
+    from sim.gemm.run import GemmRun
 
     run = run_gemm(shape, variant, topo)
     assert run.log.compressed and len(Reduced(run.log).drops) > 0  # copies really left out
@@ -120,7 +122,7 @@ def test_metrics_of_the_compressed_log_equal_those_of_the_expanded_log(
 def test_a_record_that_reaches_into_a_period_keeps_the_period_whole(topo: Topology) -> None:
     """A long record before a period overlaps copies that would be left out: the period is
     then kept whole, and the union still equals the expanded log's."""
-    from sim.analysis import Reduced
+    from sim.gemm.metrics import Reduced
     from sim.oplog import OpLog, Repeat
 
     # record 0 = [0, 1000); the period [10, 12) repeats 50 times every 20 ps

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PICK = "(256x256x256 or 128x128x128) and not systolic"  # 8 gated configs, quick
 
 SLOWER_DOUBLE_BUFFER = """
-import sim.kernels.gemm as gemm
+import sim.gemm.program as gemm
 
 _init = gemm.GemmProgram.__init__
 

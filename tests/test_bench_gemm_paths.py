@@ -11,9 +11,12 @@ import pytest
 
 from benches import gemm as bench
 from pytest_npubench.compare import compare_metric
-from sim.analysis import gemm_metrics
-from sim.kernels import gemm
-from sim.kernels.gemm import MODES, GemmProgram, GemmShape, TilePlan, run_gemm
+from sim.gemm import program as gemm
+from sim.gemm.layout import MODES
+from sim.gemm.metrics import gemm_metrics
+from sim.gemm.program import GemmProgram
+from sim.gemm.run import run_gemm
+from sim.gemm.shape import GemmShape, TilePlan
 from sim.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[1]

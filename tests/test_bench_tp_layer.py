@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import benches.tp_layer as tpb
-import sim.kernels.tp_layer as tp
-from sim.kernels.tp_layer import LAYERS, MODES
+import sim.tp.build as tp
+from sim.tp.config import LAYERS, MODES
 
 ROOT = Path(__file__).resolve().parents[1]
 PICK = "h128 and p4 and ring"  # every layer x mode, with the data replay: 6 configs

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.datacheck import DataCheckError, DataHazard, check_gemm_data, gemm_inputs
-from sim.kernels import gemm
-from sim.kernels.gemm import VARIANTS, GemmProgram, GemmRun, GemmShape, run_gemm
-from sim.model import gemm_model
+from sim.gemm import program as gemm
+from sim.gemm.datacheck import DataCheckError, DataHazard, check_gemm_data, gemm_inputs
+from sim.gemm.model import gemm_model
+from sim.gemm.program import GemmProgram
+from sim.gemm.run import GemmRun, run_gemm
+from sim.gemm.shape import VARIANTS, GemmShape
 from sim.topology import Topology
 
 

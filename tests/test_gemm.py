@@ -11,21 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.core import program_ops, simulate, simulate_reference
-from sim.kernels.gemm import (
-    MODES,
-    VARIANTS,
-    GemmProgram,
-    GemmRun,
-    GemmShape,
-    ShapeError,
-    SramCapacityError,
-    TilePlan,
-    check_coverage,
-    functional_check,
-    littles_depth,
-    run_gemm,
-)
-from sim.model import gemm_model
+from sim.gemm.buffers import littles_depth
+from sim.gemm.check import check_coverage, functional_check
+from sim.gemm.layout import MODES
+from sim.gemm.model import gemm_model
+from sim.gemm.program import GemmProgram
+from sim.gemm.run import GemmRun, run_gemm
+from sim.gemm.shape import VARIANTS, GemmShape, ShapeError, SramCapacityError, TilePlan
 from sim.topology import Topology
 
 SMALL_SHAPES = [

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from sim import load_topology
 from sim.hbm import channel_counts, transfer_channels
-from sim.topology import Topology, ps_for_bytes
+from sim.topology import Topology
+from sim.units import ps_for_bytes
 
 
 @given(st.integers(0, 63), st.integers(1, 500), st.integers(1, 32))

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.analysis import gemm_metrics
-from sim.kernels.gemm import VARIANTS, GemmShape, TilePlan, run_gemm
-from sim.model import gemm_model, roofline_tflops
+from sim.gemm.metrics import gemm_metrics
+from sim.gemm.model import gemm_model, roofline_tflops
+from sim.gemm.run import run_gemm
+from sim.gemm.shape import VARIANTS, GemmShape, TilePlan
 from sim.topology import Topology
 
 

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from sim import load_topology
-from sim.kernels.gemm import GemmShape, run_gemm
-from sim.model import gemm_model
-from sim.pe import TileOpTiming, systolic_tile_cycles, tile_op_timing
+from sim.gemm.model import gemm_model
+from sim.gemm.run import run_gemm
+from sim.gemm.shape import GemmShape
+from sim.gemm.tile_op import TileOpTiming, tile_op_timing
+from sim.pe import systolic_tile_cycles
 from sim.systolic import read_scalesim_config, read_scalesim_topology
 
 DATA = Path(__file__).parent / "data"

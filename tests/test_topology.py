@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from sim.topology import TOPOLOGY_DIR, TopologyError, load_topology, ps_for_bytes
+from sim.topology import TOPOLOGY_DIR, TopologyError, load_topology
+from sim.units import ps_for_bytes
 
 
 def _write(tmp_path: Path, mutate: Any) -> Path:

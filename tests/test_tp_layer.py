@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-import sim.kernels.tp_layer as tp
+import sim.tp.build as tp
+import sim.tp.curve as curve
 from sim import load_topology
-from sim.cosim import BLOCK, COPY, TRANSFER, JointError, JointProgram, simulate_joint
-from sim.kernels.gemm import GemmShape, run_gemm
-from sim.kernels.tp_layer import (
-    LAYERS,
-    MODES,
-    LayerConfig,
-    LayerError,
-    check_layer_data,
-    gemm_curve,
-    layer_metrics,
-    run_layer,
-)
+from sim.gemm.run import run_gemm
+from sim.gemm.shape import GemmShape
 from sim.link import build_network
 from sim.topology import Topology
+from sim.tp.config import LAYERS, MODES, LayerConfig, LayerError
+from sim.tp.cosim import BLOCK, COPY, TRANSFER, JointError, JointProgram, simulate_joint
+from sim.tp.curve import gemm_curve
+from sim.tp.datacheck import check_layer_data
+from sim.tp.metrics import layer_metrics
+from sim.tp.run import run_layer
 
 BASE = load_topology("npu-1h")
 TOPOLOGIES = ("ring", "switch", "fully_connected")
@@ -155,7 +152,7 @@ def test_a_probed_curve_matches_the_whole_run(
     time and bytes match the whole simulation within 1 % (streaming and panel staging)."""
     topo = topo_of(2)
     whole = gemm_curve(shape, variant, topo)
-    monkeypatch.setattr(tp, "FULL_TILE_OPS", 10)
+    monkeypatch.setattr(curve, "FULL_TILE_OPS", 10)
     gemm_curve.cache_clear()
     probed = gemm_curve(shape, variant, topo)
     gemm_curve.cache_clear()

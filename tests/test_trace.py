@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sim.kernels.gemm import run_gemm
+from sim.gemm.run import run_gemm
 from sim.oplog import OpLog
 from sim.topology import Topology
 from sim.trace import chrome_trace, write_trace

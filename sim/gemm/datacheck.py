@@ -33,7 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from sim.core import COPY, DMA, FETCH_COPY, HBM, MAC, PE, SPACES, SRAM, Access, Op
-from sim.kernels.gemm import GemmProgram, GemmRun
+from sim.gemm.program import GemmProgram
+from sim.gemm.run import GemmRun
 
 __all__ = ["DataCheckError", "DataHazard", "check_gemm_data", "gemm_inputs"]
 

@@ -1,4 +1,4 @@
-"""Turn an op log into named numbers: busy time, occupancy, windows, utilisation, bytes.
+"""A GEMM run's metrics from its op log: busy time, occupancy, windows, utilisation, bytes.
 
 Definitions (DESIGN.md "Metrics", docs/adr/0006):
 
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sim.kernels.gemm import GemmRun
-from sim.model import gemm_model, roofline_tflops
+from sim.gemm.model import gemm_model, roofline_tflops
+from sim.gemm.run import GemmRun
 from sim.oplog import OpLog, Repeat, copies
 
 __all__ = ["Reduced", "busy_ps", "gemm_metrics", "held_end", "stage_engine_table"]

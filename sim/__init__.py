@@ -11,10 +11,15 @@
 from __future__ import annotations
 
 from sim.analysis import busy_ps, gemm_metrics
-from sim.collective_model import model as collective_model
+from sim.collectives import (
+    all_gather,
+    allreduce,
+    collective_metrics,
+    collective_model,
+    reduce_scatter,
+)
 from sim.core import SimulationError, simulate, simulate_reference
 from sim.errors import BudgetError, InputError, NpuSimError, TopologyError
-from sim.kernels.allreduce import all_gather, allreduce, collective_metrics, reduce_scatter
 from sim.kernels.gemm import (
     VARIANTS,
     GemmShape,

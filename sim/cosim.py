@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.errors import NpuSimError
+from sim.fabric import Network
 from sim.hbm import channel_counts
-from sim.link import Network
 from sim.oplog import OpLog
 from sim.topology import Topology
 

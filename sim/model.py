@@ -1,5 +1,5 @@
-"""Analytic models: GEMM steady-state pipeline latency and lower bounds (here), and the
-collectives' alpha-beta-gamma models (``sim.collective_model``, re-exported here).
+"""Analytic models: GEMM steady-state pipeline latency and lower bounds (the collectives'
+alpha-beta-gamma models are in ``sim.collectives``).
 
 Every constant comes from the :class:`~sim.topology.Topology` the simulator also reads
 (the predecessor copied ``HBM_GBS = 256.0``, ``T_STAGE = 16.0``, ``D_STAGES = 3`` and
@@ -30,20 +30,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from sim.collective_model import lower_bounds_ps, textbook_ps
-from sim.collective_model import model as collective_model
 from sim.hbm import transfer_channels
 from sim.kernels.gemm import GemmProgram, GemmShape
 from sim.topology import Topology, ps_for_bytes
 
 __all__ = [
     "GemmModel",
-    "collective_model",
     "gemm_model",
-    "lower_bounds_ps",
     "model_hbm_bytes",
     "roofline_tflops",
-    "textbook_ps",
 ]
 
 

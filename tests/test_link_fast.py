@@ -19,9 +19,11 @@ from collections import deque
 import numpy as np
 import pytest
 
+import sim.collectives as ar
+import sim.collectives.compile as ar_compile
+import sim.collectives.verify as ar_replay
 from sim import load_topology
-from sim.kernels import allreduce as ar
-from sim.link import (
+from sim.fabric import (
     COPY,
     COPY_STAGE,
     FORWARD,
@@ -34,14 +36,14 @@ from sim.link import (
     TRANSFER,
     FabricProgram,
     Network,
-    _dependents,
-    _one_shot,
-    _op_ps,
-    _rotation_invariant,
     build_network,
     hbm_default,
     simulate_fabric,
 )
+from sim.fabric.holds import op_ps as _op_ps
+from sim.fabric.one_shot import one_shot as _one_shot
+from sim.fabric.program import dependents_of as _dependents
+from sim.fabric.rotation import rotation_invariant as _rotation_invariant
 from sim.oplog import OpLog
 from sim.topology import Topology
 
@@ -156,10 +158,10 @@ def test_direct_program_is_the_general_builders(kind: str, monkeypatch: pytest.M
         schedule = ar.build_schedule(topo, n, "direct", chunk_bytes=chunk)
         fast = ar.fabric_program(schedule)
         with monkeypatch.context() as m:
-            m.setattr(ar, "_one_shot_program", lambda s: None)
+            m.setattr(ar_compile, "_one_shot_program", lambda s: None)
             slow = ar.fabric_program(schedule)
         assert dataclasses.asdict(fast) == dataclasses.asdict(slow), (p, n, chunk)
-    assert ar._one_shot_program(ar.build_schedule(_topo(kind, 4), 1000, "ring")) is None
+    assert ar_compile._one_shot_program(ar.build_schedule(_topo(kind, 4), 1000, "ring")) is None
 
 
 @pytest.mark.parametrize("kind", TOPOLOGIES)
@@ -169,7 +171,7 @@ def test_direct_replay_is_the_ordered_replay(kind: str, monkeypatch: pytest.Monk
     for p, n in itertools.product((2, 4, 6), (2, 65_536 + 6, 3 << 20)):
         run = ar.allreduce(_topo(kind, p), n, "direct")
         with monkeypatch.context() as m:
-            m.setattr(ar, "_replay_sums", lambda *a: None)
+            m.setattr(ar_replay, "_replay_sums", lambda *a: None)
             slow = ar.replay(run.schedule, run.network, run.compiled, run.log)
         assert run.wrong == 0
         for got, want in zip(
@@ -237,7 +239,7 @@ def _reference(net: Network, program: FabricProgram, *, contention: bool = True)
     receiver) pair has a link of its own at every hop (its chunks still queue behind each
     other), every op has a reduce engine and HBM to itself; staging buffers are as in the
     machine. That is the congestion-unaware critical path of
-    :func:`sim.collective_model.model`.
+    :func:`sim.collectives.model.model`.
     """
     n = len(program)
     kind, src, dst, step = program.kind, program.src, program.dst, program.step

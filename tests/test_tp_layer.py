@@ -7,6 +7,7 @@ import pytest
 import sim.kernels.tp_layer as tp
 from sim import load_topology
 from sim.cosim import BLOCK, COPY, TRANSFER, JointError, JointProgram, simulate_joint
+from sim.fabric import build_network
 from sim.kernels.gemm import GemmShape, run_gemm
 from sim.kernels.tp_layer import (
     LAYERS,
@@ -18,7 +19,6 @@ from sim.kernels.tp_layer import (
     layer_metrics,
     run_layer,
 )
-from sim.link import build_network
 from sim.topology import Topology
 
 BASE = load_topology("npu-1h")

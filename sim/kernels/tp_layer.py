@@ -39,6 +39,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from sim.collectives import Compiled, build_schedule, fabric_program
 from sim.core import DMA as CORE_DMA
 from sim.core import PIPE as CORE_PIPE
 from sim.core import SERVE as CORE_SERVE
@@ -56,11 +57,10 @@ from sim.cosim import (
     simulate_joint,
 )
 from sim.errors import InputError
-from sim.kernels.allreduce import Compiled, build_schedule, fabric_program
+from sim.fabric import COPY as FAB_COPY
+from sim.fabric import REDUCTION as FAB_REDUCTION
+from sim.fabric import Network, build_network, hbm_default
 from sim.kernels.gemm import GemmProgram, GemmShape
-from sim.link import COPY as FAB_COPY
-from sim.link import REDUCTION as FAB_REDUCTION
-from sim.link import Network, build_network, hbm_default
 from sim.model import gemm_model
 from sim.oplog import OpLog
 from sim.topology import Topology, ps_for_bytes

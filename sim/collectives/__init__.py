@@ -2,7 +2,7 @@
 schedules, their timing on the fabric (:mod:`sim.fabric`), their functional check, their
 metrics, and their analytic model and bounds.
 
-Modules, each with one job (what each may import: docs/adr/0018-simulator-layout.md):
+Modules, each with one job:
 
 * :mod:`~sim.collectives.schedule`: names, messages, schedules, errors;
 * :mod:`~sim.collectives.trees`: NCCL's binary and double binary trees;
@@ -15,6 +15,12 @@ Modules, each with one job (what each may import: docs/adr/0018-simulator-layout
   :mod:`~sim.collectives.pipeline`, :mod:`~sim.collectives.critical_path` and
   :mod:`~sim.collectives.one_port`; :mod:`~sim.collectives.bounds`: lower bounds and
   textbook times.
+
+Imports run one way: a module imports only modules listed before it in ``schedule``,
+``trees``, ``algorithms``, ``compile``, ``verify``, ``run``, ``metrics`` (a run), ``steps``,
+``pipeline``, ``one_port``, ``bounds``, ``critical_path``, ``model`` (the model: nothing a
+run needs imports it). Outside the package: :mod:`sim.fabric` (its package, not its
+modules), ``sim.topology``, ``sim.limits``, ``sim.errors`` and ``sim.oplog``.
 """
 
 from __future__ import annotations

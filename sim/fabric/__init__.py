@@ -1,7 +1,7 @@
 """The multi-chip engine: chips joined by links, a fabric program of transfers, reductions and
 copies, and its timing on the links, reduce engines and HBM of every chip.
 
-Modules, each with one job (what each may import: docs/adr/0018-simulator-layout.md):
+Modules, each with one job:
 
 * :mod:`~sim.fabric.network`: the network of a topology (links and routes);
 * :mod:`~sim.fabric.program`: the fabric program and the checks of its dependencies;
@@ -11,6 +11,11 @@ Modules, each with one job (what each may import: docs/adr/0018-simulator-layout
   or :mod:`~sim.fabric.rotation`, for a one-shot program (:mod:`~sim.fabric.one_shot`);
 * :mod:`~sim.fabric.scan`: one server's queue as a max-plus scan in numpy;
 * :mod:`~sim.fabric.log`: the op log's engines and stages, and arrival times.
+
+Imports run one way: a module imports only modules listed before it in ``network``,
+``program``, ``holds``, ``log``, ``one_shot``, ``scan``, ``events``, ``uncontended``,
+``rotation``, ``simulate``. Outside the package, ``sim.fabric`` imports only
+``sim.topology`` and ``sim.oplog``; other code imports this package, not its modules.
 """
 
 from __future__ import annotations

@@ -174,17 +174,18 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
             deliver(i, t, end)
         records.append((i, hop, t, end))
 
+    def got_buffer(i: int) -> bool:  # rule 3: take one of the pair's buffers, or queue for one
+        pair = (program.src[i], program.dst[i])
+        if not buffers[pair]:
+            waiting_for_buffer[pair].append(i)
+            return False
+        buffers[pair] -= 1
+        has_buffer[i] = True
+        return True
+
     for i in range(n):  # rule 9: what is ready at the start takes its buffers first
-        if missing[i]:
-            continue
-        if lat > 0 and i in consumed:
-            pair = (program.src[i], program.dst[i])
-            if not buffers[pair]:
-                waiting_for_buffer[pair].append(i)
-                continue
-            buffers[pair] -= 1
-            has_buffer[i] = True
-        put(0, STEP, i, 0)
+        if not missing[i] and (lat == 0 or i not in consumed or got_buffer(i)):
+            put(0, STEP, i, 0)
     while due:
         t, kind, i, hop, server = due.pop(0)
         if kind == RELEASE:
@@ -204,13 +205,8 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
             else:
                 buffers[pair] += 1
             continue
-        if hop == 0 and i in consumed and not has_buffer[i]:  # rule 3
-            pair = (program.src[i], program.dst[i])
-            if not buffers[pair]:
-                waiting_for_buffer[pair].append(i)
-                continue
-            buffers[pair] -= 1
-            has_buffer[i] = True
+        if hop == 0 and i in consumed and not has_buffer[i] and not got_buffer(i):  # rule 3
+            continue
         if contention and hop == 0 and hbm_time[i] and not hbm_done[i]:  # rule 4
             hbm_done[i] = True
             chip = program.src[i]

@@ -42,7 +42,7 @@ def critical_path(
     chunk_bytes: int | None,
     c: Costs,
 ) -> tuple[float, float]:
-    """Terms 5 and 6 (module docstring), from the algorithm's own chunk program
+    """Terms 5 and 6 (:mod:`sim.collectives.model`), from the algorithm's own chunk program
     (:func:`fabric_program`) timed with ``contention=False`` (ASTRA-sim's congestion-unaware
     analytical network; fair link shares for :data:`SHARED`): its critical path, and the
     release-time bound of the busiest resource on it. Over the simulator's budgets

@@ -19,8 +19,8 @@ from sim.fabric import (
 
 
 def one_port_ps(net: Network, algorithm: str, nbytes: int, c: Costs) -> float:
-    """Term 7 (module docstring): the one-port phase terms of the double binary tree and of
-    halving-doubling on a switch; 0 for the other algorithms."""
+    """Term 7 (:mod:`sim.collectives.model`): the one-port phase terms of the double binary
+    tree and of halving-doubling on a switch; 0 for the other algorithms."""
     p, n = net.chips, float(nbytes)
     if p <= 1 or n == 0:
         return 0.0

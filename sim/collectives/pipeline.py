@@ -24,7 +24,7 @@ def _count(chips: Sequence[int]) -> dict[int, int]:
 
 
 def chunk_pipeline(net: Network, steps: Sequence[ModelStep], c: Costs) -> float:
-    """Term 1 for one part: the longest path through its chunk grid (module docstring).
+    """Term 1 for one part: the longest path through its chunk grid (:mod:`sim.collectives.model`).
 
     As in the simulator, ops stream at the granule of one burst: a chunk may leave once the
     first burst of its data is there (``head``) and cannot finish before one burst after

@@ -97,7 +97,8 @@ def run_schedule(schedule: Schedule, net: Network) -> CollectiveRun:
 
 
 def allreduce(topo: Topology, nbytes: int, algorithm: str = "ring", **kw: int) -> CollectiveRun:
-    """Simulate an allreduce of ``nbytes`` with ``algorithm`` (see the module docstring)."""
+    """Simulate an allreduce of ``nbytes`` with ``algorithm`` (the algorithms:
+    :mod:`sim.collectives.algorithms`)."""
     return run_collective(topo, nbytes, algorithm, "allreduce", **kw)
 
 

@@ -35,14 +35,15 @@ from pytest_npubench.plotting import (
     titled,
 )
 from sim import load_topology
-from sim.collective_model import bounds_ps, model
-from sim.kernels.allreduce import (
+from sim.collectives import (
     ALGORITHMS,
     algorithms_for,
     allreduce,
+    bounds_ps,
     bus_factor,
     collective_metrics,
 )
+from sim.collectives.model import model
 from sim.topology import Topology
 from sim.trace import write_trace
 

@@ -8,8 +8,8 @@ most square dims), a valid algorithm and a size log-uniform in 2 B..256 MiB (a c
 estimated transfer count ``e`` exceeds ``--ops`` is kept with probability ``ops / e`` and
 redrawn otherwise, so that 20,000 configs run in minutes: large direct runs are sampled
 more thinly, not left out), simulates the
-allreduce (``sim.kernels.allreduce``, which also replays its op log: #wrong must be 0) and
-models it (``sim.collective_model.model``). It prints, per algorithm, the geomean of
+allreduce (``sim.collectives``, which also replays its op log: #wrong must be 0) and
+models it (``sim.collectives.model.model``). It prints, per algorithm, the geomean of
 ``|log(sim / model)|`` as a percentage, the largest and smallest ratio and the share of
 configs off by more than 25 %, the worst configs, how many runs beat the lower bounds
 (must be 0) and the wall time. Targets (issue 10): geomean <= 2 %, max <= 1.25x.
@@ -26,8 +26,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 from sim import load_topology
-from sim.collective_model import bounds_ps, model
-from sim.kernels.allreduce import ALGORITHMS, algorithms_for, allreduce
+from sim.collectives import ALGORITHMS, algorithms_for, allreduce, bounds_ps
+from sim.collectives.model import model
 
 TOPOLOGIES = ("ring", "fully_connected", "switch", "torus2d")
 Config = tuple[str, int, str, int]

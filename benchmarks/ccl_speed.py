@@ -20,8 +20,8 @@ import sys
 import time
 
 from sim import load_topology
-from sim.collective_model import model
-from sim.kernels.allreduce import algorithms_for, allreduce, collective_metrics
+from sim.collectives import algorithms_for, allreduce, collective_metrics
+from sim.collectives.model import model
 from sim.limits import OPS_BUDGET_ENV
 
 TOPOLOGIES = ("ring", "fully_connected", "switch", "torus2d")

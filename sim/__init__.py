@@ -10,7 +10,13 @@
 
 from __future__ import annotations
 
-from sim.collective_model import model as collective_model
+from sim.collectives import (
+    all_gather,
+    allreduce,
+    collective_metrics,
+    collective_model,
+    reduce_scatter,
+)
 from sim.core import SimulationError, simulate, simulate_reference
 from sim.errors import BudgetError, InputError, NpuSimError, TopologyError
 from sim.gemm.check import check_coverage, functional_check
@@ -19,7 +25,6 @@ from sim.gemm.metrics import busy_ps, gemm_metrics
 from sim.gemm.model import gemm_model, roofline_tflops
 from sim.gemm.run import run_gemm
 from sim.gemm.shape import VARIANTS, GemmShape, ShapeError, SramCapacityError
-from sim.kernels.allreduce import all_gather, allreduce, collective_metrics, reduce_scatter
 from sim.oplog import OpLog
 from sim.program import ProgramBuilder
 from sim.systolic import (

@@ -1,4 +1,5 @@
-"""Allreduce schedules on the simulated network: correctness, byte counts, timing.
+"""Collectives (allreduce, reduce_scatter, all_gather) on the simulated network: correctness,
+byte counts, timing.
 
 Expected numbers come from the semantics (bytes / bw per link direction, latency as flight
 time, cut-through hops) and from the algorithms' textbook properties, computed here with
@@ -14,10 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sim.link
+import sim.fabric.network
 from sim import load_topology
-from sim.collective_model import bounds_ps
-from sim.kernels.allreduce import (
+from sim.collectives import (
     ALGORITHMS,
     CollectiveError,
     Message,
@@ -25,19 +25,20 @@ from sim.kernels.allreduce import (
     algorithms_for,
     all_gather,
     allreduce,
+    bounds_ps,
     build_schedule,
     check,
     collective_metrics,
     double_binary_tree,
     fabric_program,
-    input_coefficients,
     link_bytes,
     reduce_scatter,
     replay,
     run_collective,
     run_schedule,
 )
-from sim.link import build_network, simulate_fabric
+from sim.collectives.verify import input_coefficients
+from sim.fabric import build_network, simulate_fabric
 from sim.topology import Topology
 
 BASE = load_topology()
@@ -176,13 +177,13 @@ def test_data_that_skips_a_link_fails_the_check(monkeypatch: pytest.MonkeyPatch)
     """Planted bug: routes on a ring stop one hop short, so a transfer's data never crosses
     its last link. The replay refuses it: every element is wrong and the message names the
     transfer and says the data skipped a link."""
-    real = sim.link._node_path
+    real = sim.fabric.network._node_path
 
     def short(kind: str, p: int, dims: tuple[int, int], src: int, dst: int) -> list[int]:
         path = real(kind, p, dims, src, dst)
         return path[:-1] if len(path) > 1 else path
 
-    monkeypatch.setattr(sim.link, "_node_path", short)
+    monkeypatch.setattr(sim.fabric.network, "_node_path", short)
     run = allreduce(_topo("ring", 8), 4 * KIB, "halving_doubling")
     assert run.wrong == 8 * 2 * KIB
     assert "skipped a link" in run.problem and "transfer" in run.problem

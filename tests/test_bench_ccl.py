@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 import benches.ccl as ccl
-from sim.kernels.allreduce import Message, build_schedule, run_schedule
-from sim.link import build_network
+from sim.collectives import Message, build_schedule, run_schedule
+from sim.fabric import build_network
 
 ROOT = Path(__file__).resolve().parents[1]
 PICK = "p8 and 256KiB"  # one size of every gated (topology, algorithm): 17 configs, quick
 EXACT = ["link_bytes_max", "link_bytes_total", "links_used", "transfers", "records"]
 
 SLOWER_LINKS = """
-import sim.link as link
+import sim.fabric as link
 
 _link_ps, _hbm_ps, _reduce_ps = link.Network.link_ps, link.Network.hbm_ps, link.Network.reduce_ps
 
@@ -133,15 +133,15 @@ def test_run_fails_a_skipped_step(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_run_fails_data_that_skips_a_link(monkeypatch: pytest.MonkeyPatch) -> None:
     """Planted bug: ring routes stop one hop short; the item fails and says the data of a
     transfer skipped a link."""
-    import sim.link
+    import sim.fabric.network
 
-    real = sim.link._node_path
+    real = sim.fabric.network._node_path
 
     def short(kind: str, p: int, dims: tuple[int, int], src: int, dst: int) -> list[int]:
         path = real(kind, p, dims, src, dst)
         return path[:-1] if len(path) > 1 else path
 
-    monkeypatch.setattr(sim.link, "_node_path", short)
+    monkeypatch.setattr(sim.fabric.network, "_node_path", short)
     result = ccl.run(
         {"topology": "ring", "chips": 8, "algorithm": "halving_doubling", "size": 4096}
     )

@@ -10,7 +10,7 @@ the other classes.
 from __future__ import annotations
 
 import benches.ccl as ccl
-from sim.kernels.allreduce import ALGORITHMS, algorithms_for
+from sim.collectives import ALGORITHMS, algorithms_for
 
 
 def _klass(chips: int) -> str:

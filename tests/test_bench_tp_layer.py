@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PICK = "h128 and p4 and ring"  # every layer x mode, with the data replay: 6 configs
 
 SLOWER_LINKS = """
-import sim.link as link
+import sim.fabric as link
 
 _link_ps = link.Network.link_ps
 

@@ -9,8 +9,15 @@ from __future__ import annotations
 import pytest
 
 from sim import load_topology
-from sim.collective_model import bounds_ps, lower_bounds_ps, model, textbook_ps
-from sim.kernels.allreduce import CollectiveError, algorithms_for, allreduce
+from sim.collectives import (
+    CollectiveError,
+    algorithms_for,
+    allreduce,
+    bounds_ps,
+    lower_bounds_ps,
+    textbook_ps,
+)
+from sim.collectives.model import model
 from sim.topology import Topology
 
 BASE = load_topology()

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from sim import load_topology
-from sim.collective_model import model
-from sim.kernels.allreduce import allreduce
+from sim.collectives import allreduce
+from sim.collectives.model import model
 
 BASE = load_topology()
 
@@ -58,16 +58,17 @@ def test_tails_relaxed_at_once_equal_one_backward_pass(
 ) -> None:
     """The tails relaxed along every dependency at once (numpy) are the values of one
     backward pass over the ops (the fallback for deep chains), to the last bit."""
-    cm = importlib.import_module("sim.collective_model")  # `sim.collective_model` is a function
-    from sim.kernels.allreduce import build_schedule, fabric_program
-    from sim.link import build_network, hbm_default
+    cm = importlib.import_module("sim.collectives.critical_path")
+    from sim.collectives import build_schedule, fabric_program
+    from sim.collectives.steps import model_costs
+    from sim.fabric import build_network, hbm_default
 
     topo = load_topology().replace_chips(count=6, topology="ring", torus_dims=(2, 3))
     net = build_network(topo)
     prog = fabric_program(build_schedule(topo, 3 * 1024 * 1024 + 6, algorithm)).program
     ops = zip(prog.kind, prog.nbytes, prog.hbm, strict=True)
     mem = np.asarray([hbm_default(k, b) if m < 0 else m for k, b, m in ops], dtype=np.float64)
-    costs = cm._costs(topo, None)
+    costs = model_costs(topo, None)
     relaxed = cm._tails(prog, cm._hops(net, prog), mem, costs)
     monkeypatch.setattr(cm, "RELAX_ROUNDS", 0)
     backward = cm._tails(prog, cm._hops(net, prog), mem, costs)
@@ -88,8 +89,8 @@ def test_a_leaf_sends_its_own_data_before_what_it_reduced() -> None:
 def test_sender_queues_delay_the_second_transfer_on_a_shared_port() -> None:
     """Two chunks that leave chip 0 of a switch at once on the congestion-unaware path (each
     pair has its own link there) share chip 0's one port: the second leaves b bytes later."""
-    cm = importlib.import_module("sim.collective_model")
-    from sim.link import TRANSFER, FabricProgram, build_network, simulate_fabric
+    cm = importlib.import_module("sim.collectives.critical_path")
+    from sim.fabric import TRANSFER, FabricProgram, build_network, simulate_fabric
 
     topo = BASE.replace_chips(count=3, topology="switch")
     net = build_network(topo)

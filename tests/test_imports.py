@@ -134,7 +134,7 @@ def test_the_single_chip_gemm_reads_nothing_multi_chip() -> None:
     """``sim.gemm`` sits below the tensor-parallel layer: it imports neither ``sim.tp`` nor
     the fabric or the collectives (a planted ``from sim.tp.config import ...`` fails here)."""
     graph = import_graph()
-    multi_chip = ("sim.tp", "sim.link", "sim.kernels", "sim.collective_model", "sim.model")
+    multi_chip = ("sim.tp", "sim.fabric", "sim.collectives", "sim.kernels", "sim.model")
     gemm = {m: deps for m, deps in graph.items() if m == "sim.gemm" or m.startswith("sim.gemm.")}
     assert len(gemm) >= 10
     wrong = {m: sorted(d for d in deps if d.startswith(multi_chip)) for m, deps in gemm.items()}

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim import load_topology
-from sim.link import (
+from sim.fabric import (
     COPY,
     REDUCTION,
     TRANSFER,

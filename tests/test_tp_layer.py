@@ -7,9 +7,9 @@ import pytest
 import sim.tp.build as tp
 import sim.tp.curve as curve
 from sim import load_topology
+from sim.fabric import build_network
 from sim.gemm.run import run_gemm
 from sim.gemm.shape import GemmShape
-from sim.link import build_network
 from sim.topology import Topology
 from sim.tp.config import LAYERS, MODES, LayerConfig, LayerError
 from sim.tp.cosim import BLOCK, COPY, TRANSFER, JointError, JointProgram, simulate_joint

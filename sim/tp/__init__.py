@@ -11,7 +11,7 @@ Layers (Megatron-LM, Shoeybi et al. 2019), ``T`` tokens, hidden ``h``, ``p`` chi
 
 Modes:
 
-* ``serial``: the GEMMs, then a ring allreduce of ``Y`` (``sim.kernels.allreduce``).
+* ``serial``: the GEMMs, then a ring allreduce of ``Y`` (``sim.collectives``).
 * ``gemm_ar``: gemm2 is cut into ``chunks`` groups of token rows; the allreduce of each
   group starts on a chip as soon as that chip has finished the group (FLUX's and
   Triton-distributed's ``gemm_ar``), while the GEMM goes on.

@@ -6,16 +6,16 @@ import itertools
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from sim.collectives import Compiled, build_schedule, fabric_program
 from sim.core import DMA as CORE_DMA
 from sim.core import PIPE as CORE_PIPE
 from sim.core import SERVE as CORE_SERVE
 from sim.core import program_ops
+from sim.fabric import COPY as FAB_COPY
+from sim.fabric import REDUCTION as FAB_REDUCTION
+from sim.fabric import Network, hbm_default
 from sim.gemm.program import GemmProgram
 from sim.gemm.shape import GemmShape
-from sim.kernels.allreduce import Compiled, build_schedule, fabric_program
-from sim.link import COPY as FAB_COPY
-from sim.link import REDUCTION as FAB_REDUCTION
-from sim.link import Network, hbm_default
 from sim.topology import Topology
 from sim.tp.config import LayerConfig, LayerError, gemm_shapes
 from sim.tp.cosim import BLOCK, COPY, DMA, PIPE, REDUCE, SERVE, STAGES, TRANSFER, JointProgram

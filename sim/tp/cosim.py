@@ -1,6 +1,6 @@
 """One clock for GEMMs and collectives on p chips: a heap-driven joint event engine.
 
-``sim.core`` times one chip's GEMM and ``sim.link`` times a collective on the links; each
+``sim.core`` times one chip's GEMM and ``sim.fabric`` times a collective on the links; each
 has its own clock. A tensor-parallel layer needs both on the same chips at once, competing
 for each chip's HBM, so this module times one :class:`JointProgram` holding both
 (docs/adr/0014-tensor-parallel-layer.md).
@@ -21,12 +21,12 @@ Resources and their service rules (integer picoseconds; equal times in program o
   time is over and its bytes have had the HBM time left over:
   ``end = max(start + dur, start + bytes / hbm_bw + foreground busy time in [start, end])``
   (a block holds the PE until it ends).
-* per link direction, first come, first served (``sim.link``'s physics): a transfer holds
+* per link direction, first come, first served (``sim.fabric``'s physics): a transfer holds
   a direction for ``bytes / link_bw``, hop ``i+1`` starts ``latency`` after hop ``i`` and
   ends no earlier than hop ``i`` plus ``latency``; the first hop also reads the sender's
   HBM; the data has arrived ``latency`` after the last hop ends.
 
-Simplifications against ``sim.link.simulate_fabric`` (stated in ADR 0014): a dependent
+Simplifications against ``sim.fabric.simulate_fabric`` (stated in ADR 0014): a dependent
 starts when its producer has *ended* (no burst-level streaming inside a chunk), and
 staging buffers are not modelled (the schedules' own dependencies bound what is in flight).
 """
@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.errors import NpuSimError
+from sim.fabric import Network
 from sim.hbm import channel_counts
-from sim.link import Network
 from sim.oplog import OpLog
 from sim.topology import Topology
 

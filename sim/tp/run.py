@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.link import Network, build_network
+from sim.fabric import Network, build_network
 from sim.oplog import OpLog
 from sim.topology import Topology
 from sim.tp.build import _Builder, _Built

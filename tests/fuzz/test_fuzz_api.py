@@ -32,7 +32,7 @@ from sim import (
     reduce_scatter,
     run_gemm,
 )
-from sim.kernels.allreduce import CollectiveError
+from sim.collectives import CollectiveError
 from sim.limits import MEMORY_BUDGET_ENV, OPS_BUDGET_ENV
 
 TOPO = load_topology()

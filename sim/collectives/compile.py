@@ -1,0 +1,232 @@
+"""A schedule compiled to a fabric program: chunks, dependencies, accumulators.
+
+Every message is cut into **equal chunks** (sizes within one element; :func:`chunks`): ``k``
+the next power of two of ``max(ceil(bytes / chunk), staging_buffers / 2)`` (``chips.chunk_kib``)
+by recursive halving, one transfer each, so a message just above a chunk becomes two half
+chunks, never a chunk and a sliver.
+
+Timing (:func:`sim.collectives.run.run_collective`) follows the data, chunk by chunk: a
+transfer leaves when the elements it carries are ready on the sender (the ops that last
+wrote them have ended) and it has a staging buffer at the receiver; the receiver reduces it
+(reduce engine and HBM) or copies it (HBM) as soon as it has arrived and the local elements
+are ready (:func:`sim.fabric.simulate_fabric`). So consecutive steps pipeline chunk by
+chunk. Within a step, transfers are issued round-robin over the step's messages, one chunk
+each; every send of a step reads the data as it was before the step. Sends marked ``fresh``
+read the chip's input buffer (one-shot ``direct`` reduces into a separate output). The
+reductions a step makes into the same chunk of one chip (direct: one per peer; a tree node:
+one per child) form one **accumulator**: sums commute, so each adds when its data has come,
+in arrival order, not in message order (ADR 0016; MPI lets an implementation reorder a
+commutative reduction, MPI-3.1 section 5.9.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.collectives.schedule import (
+    Range,
+    Schedule,
+)
+from sim.fabric import (
+    COPY,
+    REDUCTION,
+    TRANSFER,
+    FabricProgram,
+)
+
+
+def chunks(lo: int, hi: int, bpe: int, chunk: int, depth: int = 1) -> list[Range]:
+    """Elements ``[lo, hi)`` cut into equal chunks (within one element) of at most ``chunk``
+    bytes and at least ``depth`` of them (while there are elements), their number rounded
+    up to a power of two: ``chunk / 2 < size <= chunk`` for large messages."""
+    nbytes = (hi - lo) * bpe
+    k = 1 << (max(-(-nbytes // chunk), depth, 1) - 1).bit_length()
+    return _bisect(lo, hi, k)
+
+
+def _bisect(lo: int, hi: int, k: int) -> list[Range]:
+    """``[lo, hi)`` halved recursively (first half ``floor``) into ``k`` parts, ``k`` a power of
+    two; parts stay within one element of each other, and the halves of a range are cut as
+    its own parts are (so halving-doubling's regions fall on chunk boundaries). Parts that
+    would be empty are left out."""
+    if k == 1 or hi - lo <= 1:
+        return [(lo, hi)]
+    mid = (lo + hi) // 2
+    return _bisect(lo, mid, k // 2) + _bisect(mid, hi, k // 2)
+
+
+@dataclass
+class Compiled:
+    """A schedule as a fabric program, with what each op moves (for the replay).
+
+    ``bounds`` are the element offsets of the pieces (every chunk is a range of pieces);
+    per op: its piece range, whether a consumer reduces, whether a send reads the input.
+    """
+
+    program: FabricProgram
+    bounds: list[int]
+    lo: list[int] = field(default_factory=list)
+    hi: list[int] = field(default_factory=list)
+    reduce: list[bool] = field(default_factory=list)
+    fresh: list[bool] = field(default_factory=list)
+
+
+def fabric_program(schedule: Schedule) -> Compiled:
+    """The transfers, reductions and copies of ``schedule``, each depending on the data it needs.
+
+    A transfer depends on the ops that last wrote its elements on the sender (none for a
+    ``fresh`` send). When those are reductions or copies of received data, the chunk is
+    forwarded as it is produced (NCCL's recvReduceSend / recvCopySend) and streams from the
+    chip's on-chip buffers; otherwise (the chip's own input) the send reads HBM. Its
+    consumer depends on the transfer and on the ops that last wrote those elements on the
+    receiver. Every send of a
+    step is placed before the step's receives land, so it reads the data as before the
+    step. Within a step, transfers go round-robin over the messages, one chunk each.
+    Reductions of one step into the same pieces of one chip share an accumulator
+    (``FabricProgram.into``): they depend on what the pieces held before the step, not on
+    each other, and an op that later reads the pieces depends on all of them.
+    """
+    one_shot = _one_shot_program(schedule)
+    if one_shot is not None:
+        return one_shot
+    bpe, chunk = schedule.bytes_per_element, schedule.chunk_bytes
+    depth = schedule.depth
+    cache: dict[Range, list[Range]] = {}
+    cuts = {0, schedule.count}
+    for step in schedule.steps:
+        for m in step:
+            if (m.lo, m.hi) not in cache:
+                cache[m.lo, m.hi] = chunks(m.lo, m.hi, bpe, chunk, depth)
+                cuts.update(x for r in cache[m.lo, m.hi] for x in r)
+    bounds = sorted(cuts)
+    index = {b: i for i, b in enumerate(bounds)}
+    out = Compiled(FabricProgram(), bounds)
+    add = out.program.add
+    writer = [[-1] * (len(bounds) - 1) for _ in range(schedule.chips)]
+    summed: dict[int, list[int]] = {}  # an accumulator's first reduction -> all that add into it
+    produced: dict[int, Range] = {}  # consumer op -> the pieces it wrote
+
+    def note(lo: int, hi: int, reduce: bool, fresh: bool) -> None:
+        out.lo.append(lo)
+        out.hi.append(hi)
+        out.reduce.append(reduce)
+        out.fresh.append(fresh)
+
+    for at, step in enumerate(schedule.steps):
+        plans = [cache[m.lo, m.hi] for m in step]
+        landed = []
+        for t in range(max(map(len, plans), default=0)):
+            for m, plan in zip(step, plans, strict=True):
+                if t < len(plan):
+                    lo, hi = index[plan[t][0]], index[plan[t][1]]
+                    deps = () if m.fresh else _deps(writer[m.src], lo, hi, summed)
+                    nb = (plan[t][1] - plan[t][0]) * bpe
+                    streams = bool(deps) and all(d in produced for d in deps)
+                    span = (plan[t][0], plan[t][1])
+                    op = add(
+                        TRANSFER, m.src, m.dst, nb, at, deps, hbm=0 if streams else nb, span=span
+                    )
+                    note(lo, hi, m.reduce, m.fresh)
+                    landed.append((m.dst, lo, hi, nb, op, m.reduce, span))
+        adding: dict[tuple[int, int, int], tuple[int, tuple[int, ...]]] = {}
+        for dst, lo, hi, nb, op, is_reduce, span in landed:
+            key = (dst, lo, hi)
+            if is_reduce and key in adding:  # adds into what another reduction of the step does
+                first, before = adding[key]
+                into = out.program.into
+                into[first] = first
+                got = add(REDUCTION, dst, dst, nb, at, tuple(sorted({op, *before})), op, span=span)
+                into[got] = first
+                summed[first].append(got)
+            else:
+                before = _deps(writer[dst], lo, hi, summed)
+                kind = REDUCTION if is_reduce else COPY
+                got = add(kind, dst, dst, nb, at, tuple(sorted({op, *before})), op, span=span)
+                if is_reduce:
+                    adding[key] = (got, before)
+                    summed[got] = [got]
+            produced[got] = (lo, hi)
+            note(lo, hi, is_reduce, False)
+            writer[dst][lo:hi] = [adding[key][0] if is_reduce else got] * (hi - lo)
+    return out
+
+
+def _one_shot_program(schedule: Schedule) -> Compiled | None:
+    """:func:`fabric_program` of a one-step schedule whose messages all reduce fresh data over
+    one range (``direct``), built column by column; None for any other schedule.
+
+    The same program the general loop builds: transfer ``t * M + m`` is chunk ``t`` of
+    message ``m`` (round-robin), reading HBM and depending on nothing; reduction
+    ``K + t * M + m`` consumes it, depends on it alone and adds into the accumulator of
+    chunk ``t`` on its chip, named by the reduction of the first message of the step to
+    that chip (when the chip gets more than one).
+    """
+    if len(schedule.steps) != 1:
+        return None
+    step = schedule.steps[0]
+    lo, hi = step[0].lo, step[0].hi
+    if not all(m.fresh and m.reduce and m.lo == lo and m.hi == hi for m in step):
+        return None
+    bpe = schedule.bytes_per_element
+    plan = chunks(lo, hi, bpe, schedule.chunk_bytes, schedule.depth)
+    bounds = sorted({0, schedule.count, *(x for r in plan for x in r)})
+    index = {b: i for i, b in enumerate(bounds)}
+    rounds, width = len(plan), len(step)
+    half = rounds * width
+    src = np.asarray([m.src for m in step], dtype=np.int64)
+    dst = np.asarray([m.dst for m in step], dtype=np.int64)
+    first_to: dict[int, int] = {}
+    count: dict[int, int] = {}
+    for m, d in enumerate(dst.tolist()):
+        first_to.setdefault(d, m)
+        count[d] = count.get(d, 0) + 1
+    first = np.asarray(
+        [first_to[d] if count[d] > 1 else -1 for d in dst.tolist()], dtype=np.int64
+    )  # the first message of the step to dst[m], when dst[m] gets more than one
+    nb = np.asarray([(b - a) * bpe for a, b in plan], dtype=np.int64)
+    per_op = np.repeat(nb, width)
+    t_ids = np.arange(half, dtype=np.int64)
+    into = np.where(
+        np.tile(first, rounds) >= 0, half + t_ids - np.tile(np.arange(width) - first, rounds), -1
+    )
+    r_deps: list[tuple[int, ...]] = [(t,) for t in t_ids.tolist()]
+    spans = [r for r in plan for _ in range(width)]
+    piece_lo = [index[a] for a, _b in plan for _ in range(width)]
+    piece_hi = [index[b] for _a, b in plan for _ in range(width)]
+    program = FabricProgram(
+        kind=[TRANSFER] * half + [REDUCTION] * half,
+        src=np.tile(src, rounds).tolist() + np.tile(dst, rounds).tolist(),
+        dst=np.tile(dst, rounds).tolist() * 2,
+        nbytes=per_op.tolist() * 2,
+        step=[0] * (2 * half),
+        deps=[()] * half + r_deps,
+        consumes=[-1] * half + t_ids.tolist(),
+        hbm=per_op.tolist() + [-1] * half,
+        span=spans * 2,
+        into=[-1] * half + into.tolist(),
+    )
+    return Compiled(
+        program,
+        bounds,
+        lo=piece_lo * 2,
+        hi=piece_hi * 2,
+        reduce=[True] * (2 * half),
+        fresh=[True] * half + [False] * half,
+    )
+
+
+def _deps(writers: list[int], lo: int, hi: int, summed: dict[int, list[int]]) -> tuple[int, ...]:
+    """The ops whose results pieces ``lo..hi`` hold: their last writers, and for an
+    accumulator (a writer that is the first of several reductions) all that added into it."""
+    if hi - lo == 1:
+        w = writers[lo]
+        if w < 0:
+            return ()
+        return tuple(summed[w]) if w in summed else (w,)
+    ops: set[int] = set()
+    for w in set(writers[lo:hi]):
+        if w >= 0:
+            ops.update(summed.get(w, (w,)))
+    return tuple(sorted(ops))

@@ -1,0 +1,80 @@
+"""What a collective is: its name, its algorithm and its schedule of messages.
+
+A **schedule** is a list of steps; a step is a list of messages ``src -> dst`` of an element
+range ``[lo, hi)`` of the vector, either reduced into the destination or copied over it.
+When it runs, every message is cut into equal chunks (:mod:`sim.collectives.compile`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from sim.errors import InputError
+
+Algorithm = Literal["ring", "direct", "halving_doubling", "double_binary_tree", "torus2d"]
+
+
+Collective = Literal["allreduce", "reduce_scatter", "all_gather"]
+
+
+ALGORITHMS: tuple[Algorithm, ...] = (
+    "ring",
+    "direct",
+    "halving_doubling",
+    "double_binary_tree",
+    "torus2d",
+)
+
+
+COLLECTIVES: tuple[Collective, ...] = ("allreduce", "reduce_scatter", "all_gather")
+
+
+I64 = npt.NDArray[np.int64]
+
+
+Range = tuple[int, int]
+
+
+class CollectiveError(InputError):
+    """A collective cannot be built as asked; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """``src`` sends elements ``[lo, hi)`` to ``dst``, which reduces them in or copies them
+    over; ``fresh`` sends read the sender's input buffer instead of its current values."""
+
+    src: int
+    dst: int
+    lo: int
+    hi: int
+    reduce: bool
+    fresh: bool = False
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """What every chip sends in every step (element ranges), and what each chip must own."""
+
+    collective: Collective
+    algorithm: Algorithm
+    chips: int
+    count: int
+    bytes_per_element: int
+    chunk_bytes: int
+    steps: tuple[tuple[Message, ...], ...]
+    shares: tuple[tuple[Range, ...], ...] = ()  # per chip: its ranges (reduce_scatter, all_gather)
+    depth: int = 1  # at least this many chunks per message (chips.staging_buffers)
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * self.bytes_per_element
+
+
+def algorithms_for(topology: str) -> tuple[Algorithm, ...]:
+    """Allreduce algorithms valid on a chip topology (``torus2d`` needs a torus)."""
+    return tuple(a for a in ALGORITHMS if a != "torus2d" or topology == "torus2d")

@@ -1,0 +1,279 @@
+"""The functional check of a collective: its op log replayed on exact data.
+
+Functional check (nccl-tests' ``#wrong``), by **replaying the op log**
+(:func:`replay`): chip ``c`` starts with the integers ``x_c[e] = a_c + b_c * e``. Each
+transfer copies what its sender holds when its first hop has sent its last byte (ops
+stream, so that is when all of it has been read), its data lands where its recorded links
+end, and its consumer (the reduction or copy recorded on the receiving chip) applies it
+when it ends. Every operation treats the elements of a piece alike, so a piece's
+values stay ``A + B e`` and are kept as the exact integer pair ``(A, B)`` plus a bit mask of
+the inputs summed into it: exact at any size without materialising ``p x count`` numbers.
+A transfer whose recorded links do not lead from its sender to its consumer's chip, or a
+consumer that starts before its data arrived, is an error naming the ops. When every
+consumer reduces a fresh send (``direct``), sums and ORs commute, so the replay adds the
+log's reductions up in numpy instead of in time order (same result, :func:`_replay_sums`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from sim.collectives.compile import Compiled
+from sim.collectives.schedule import (
+    I64,
+    Schedule,
+)
+from sim.fabric import (
+    COPY_STAGE,
+    FORWARD,
+    REDUCE,
+    REDUCTION,
+    SEND,
+    TRANSFER,
+    Network,
+)
+from sim.oplog import OpLog
+
+
+def input_coefficients(chips: int) -> tuple[I64, I64]:
+    """``(a, b)``: chip ``c`` starts with ``x_c[e] = a[c] + b[c] * e``, fixed pseudo-random ints."""
+    rng = np.random.default_rng(20240601 + chips)
+    return rng.integers(1, 1 << 20, chips, dtype=np.int64), rng.integers(
+        1, 1 << 10, chips, dtype=np.int64
+    )
+
+
+class ReplayError(RuntimeError):
+    """The op log moves data in a way no network could (names the ops involved)."""
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """Every chip's final values per piece (``A + B e``), the inputs summed in (bit masks)."""
+
+    a: I64
+    b: I64
+    mask: I64
+
+
+def _route_problems(net: Network, compiled: Compiled, log: OpLog) -> str:
+    """Check that each transfer's recorded links lead from its sender to its consumer's chip,
+    and that each consumer starts after its data arrived; "" if they all do."""
+    prog = compiled.program
+    link = (log.stage == SEND) | (log.stage == FORWARD)
+    ops, eng = log.op[link], log.engine[link].astype(np.int64)
+    ends = np.asarray(net.links, dtype=np.int64).reshape(-1, 2)
+    u, v = ends[eng, 0], ends[eng, 1]
+    first = np.ones(len(ops), dtype=bool)
+    first[1:] = ops[1:] != ops[:-1]
+    last = np.ones(len(ops), dtype=bool)
+    last[:-1] = first[1:]
+    src = np.asarray(prog.src, dtype=np.int64)
+    dst = np.asarray(prog.dst, dtype=np.int64)
+    names = net.names
+    broken = np.flatnonzero(~first & (u != np.roll(v, 1)))
+    if len(broken):
+        i = int(broken[0])
+        return f"op {int(ops[i])}: its links {names[eng[i - 1]]} and {names[eng[i]]} do not join"
+    bad = np.flatnonzero(first & (u != src[ops]))
+    if len(bad):
+        i = int(bad[0])
+        return f"op {int(ops[i])}: transfer {src[ops[i]]}->{dst[ops[i]]} starts on {names[eng[i]]}"
+    lat = net.latency_ps
+    n = len(prog)
+    arrive = np.zeros(n, dtype=np.int64)
+    begins = np.zeros(n, dtype=np.int64)
+    at = np.full(n, -1, dtype=np.int64)
+    last_link = np.zeros(n, dtype=np.int64)
+    tops = ops[last]
+    arrive[tops] = log.end[link][last] + lat
+    begins[tops] = log.start[link][last] + lat
+    at[tops] = v[last]
+    last_link[tops] = eng[last]
+    consumer = ~link
+    c_op = log.op[consumer].astype(np.int64)
+    c_chip = log.chip[consumer].astype(np.int64)
+    c_start, c_end = log.start[consumer], log.end[consumer]
+    t = np.asarray(prog.consumes, dtype=np.int64)[c_op]
+    tt = np.maximum(t, 0)
+    missing = (t >= 0) & (at[tt] < 0)
+    elsewhere = (t >= 0) & ~missing & (at[tt] != c_chip)
+    early = (t >= 0) & ~missing & ~elsewhere & ((c_start < begins[tt]) | (c_end <= arrive[tt]))
+    failed = np.flatnonzero(missing | elsewhere | early)
+    if len(failed):
+        i = int(failed[0])
+        op, chip, t_i = int(c_op[i]), int(c_chip[i]), int(t[i])
+        if missing[i]:
+            return f"op {op} on chip {chip} consumes transfer op {t_i}, which never crossed a link"
+        if elsewhere[i]:
+            return (
+                f"op {t_i}: transfer {prog.src[t_i]}->{prog.dst[t_i]} left its data at chip "
+                f"{at[t_i]} (its last link is {names[last_link[t_i]]}), not at chip {chip}, "
+                f"where op {op} consumes it: the data skipped a link"
+            )
+        return (
+            f"op {op} on chip {chip} runs {int(c_start[i])}..{int(c_end[i])} ps, but the data of "
+            f"transfer op {t_i} arrives {begins[t_i]}..{arrive[t_i]} ps: it uses data before it "
+            "arrived"
+        )
+    return ""
+
+
+def replay(schedule: Schedule, net: Network, compiled: Compiled, log: OpLog) -> Replayed:
+    """Move the data as the op log says (module docstring) and return every chip's result.
+
+    Raises :class:`ReplayError` when a transfer's links do not lead to the chip that consumes
+    it, or when an op consumes data before it arrived.
+    """
+    problem = _route_problems(net, compiled, log)
+    if problem:
+        raise ReplayError(problem)
+    p, pieces = schedule.chips, len(compiled.bounds) - 1
+    a0, b0 = input_coefficients(p)
+    m0 = (
+        np.left_shift(np.int64(1), np.arange(p, dtype=np.int64))
+        if p < 63
+        else np.zeros(p, np.int64)
+    )
+    a = np.repeat(a0[:, None], pieces, axis=1)
+    b = np.repeat(b0[:, None], pieces, axis=1)
+    mask = np.repeat(m0[:, None], pieces, axis=1)
+    prog = compiled.program
+    sends = log.stage == SEND
+    consumer = (log.stage == REDUCE) | (log.stage == COPY_STAGE)
+    summed = _replay_sums(compiled, log, consumer, (a, b, mask), (a0, b0, m0))
+    if summed is not None:
+        return summed
+    times = np.concatenate([log.end[sends], log.end[consumer]])
+    ops = np.concatenate([log.op[sends], log.op[consumer]])
+    kinds = np.concatenate(
+        [np.ones(int(sends.sum()), np.int64), np.zeros(int(consumer.sum()), np.int64)]
+    )
+    order = np.lexsort((ops, kinds, times))  # at equal times, writes land before reads
+    lo, hi, fresh, consumes = compiled.lo, compiled.hi, compiled.fresh, prog.consumes
+    src = prog.src
+    stash: dict[int, tuple[I64, I64, I64]] = {}
+    for op in ops[order].tolist():
+        x, y = lo[op], hi[op]
+        if prog.kind[op] == TRANSFER:
+            s = src[op]
+            if fresh[op]:
+                n = y - x
+                stash[op] = (np.full(n, a0[s]), np.full(n, b0[s]), np.full(n, m0[s]))
+            else:
+                stash[op] = (a[s, x:y].copy(), b[s, x:y].copy(), mask[s, x:y].copy())
+            continue
+        da, db, dm = stash.pop(consumes[op])
+        c = src[op]
+        if prog.kind[op] == REDUCTION:
+            a[c, x:y] += da
+            b[c, x:y] += db
+            mask[c, x:y] |= dm
+        else:
+            a[c, x:y] = da
+            b[c, x:y] = db
+            mask[c, x:y] = dm
+    return Replayed(a, b, mask)
+
+
+def _replay_sums(
+    compiled: Compiled,
+    log: OpLog,
+    consumer: npt.NDArray[np.bool_],
+    start: tuple[I64, I64, I64],
+    inputs: tuple[I64, I64, I64],
+) -> Replayed | None:
+    """:func:`replay` when every consumer is a reduction of a fresh send (``direct``), each
+    transfer consumed once: sums and ORs commute, so the order of the log does not matter and
+    each chip's result is its start plus what its reductions received, summed in numpy.
+    None when the log has any other shape (the general replay then follows it in order)."""
+    prog = compiled.program
+    ops = log.op[consumer].astype(np.int64)
+    if not len(ops) or (log.stage[consumer] != REDUCE).any():
+        return None
+    t = np.asarray(prog.consumes, dtype=np.int64)[ops]
+    fresh = np.asarray(compiled.fresh, dtype=bool)
+    if (t < 0).any() or not fresh[t].all() or np.bincount(t).max() > 1:
+        return None
+    a, b, mask = (x.copy() for x in start)
+    a0, b0, m0 = inputs
+    chip = np.asarray(prog.src, dtype=np.int64)[ops]
+    sender = np.asarray(prog.src, dtype=np.int64)[t]
+    lo = np.asarray(compiled.lo, dtype=np.int64)[ops]
+    width = np.asarray(compiled.hi, dtype=np.int64)[ops] - lo
+    rows = np.repeat(chip, width)
+    pieces = np.repeat(lo - np.cumsum(width) + width, width) + np.arange(int(width.sum()))
+    who = np.repeat(sender, width)
+    np.add.at(a, (rows, pieces), a0[who])
+    np.add.at(b, (rows, pieces), b0[who])
+    np.bitwise_or.at(mask, (rows, pieces), m0[who])
+    return Replayed(a, b, mask)
+
+
+def expected(
+    schedule: Schedule, bounds: Sequence[int]
+) -> tuple[I64, I64, I64, npt.NDArray[np.bool_]]:
+    """Expected ``(A, B, inputs)`` per chip and piece, and which (chip, piece) are defined."""
+    p, n = schedule.chips, len(bounds) - 1
+    a, b = input_coefficients(p)
+    m = (
+        np.left_shift(np.int64(1), np.arange(p, dtype=np.int64))
+        if p < 63
+        else np.zeros(p, np.int64)
+    )
+    defined = np.ones((p, n), dtype=bool)
+    if schedule.collective == "allreduce":
+        return np.full((p, n), a.sum()), np.full((p, n), b.sum()), np.full((p, n), m.sum()), defined
+    starts = np.asarray(bounds[:-1])
+    owner = np.full(n, -1, dtype=np.int64)
+    for c, ranges in enumerate(schedule.shares):
+        for lo, hi in ranges:
+            owner[(starts >= lo) & (starts < hi)] = c
+    if schedule.collective == "all_gather":
+        return (
+            np.tile(a[owner], (p, 1)),
+            np.tile(b[owner], (p, 1)),
+            np.tile(m[owner], (p, 1)),
+            defined,
+        )
+    defined = owner[None, :] == np.arange(p)[:, None]
+    return np.full((p, n), a.sum()), np.full((p, n), b.sum()), np.full((p, n), m.sum()), defined
+
+
+def check(schedule: Schedule, bounds: Sequence[int], got: Replayed) -> tuple[int, str]:
+    """nccl-tests' ``#wrong`` (elements whose final value differs from the expected one) and a
+    sentence on the first wrong piece ("" when nothing is wrong)."""
+    ea, eb, em, defined = expected(schedule, bounds)
+    edges = np.asarray(bounds, dtype=np.int64)
+    first = np.broadcast_to(edges[:-1], got.a.shape)
+    size = np.broadcast_to(np.diff(edges), got.a.shape)
+    da, db = got.a - ea, got.b - eb
+    # A + B e == EA + EB e  <=>  da + db e == 0: all of the piece, none, or one element e
+    safe = np.where(db == 0, 1, db)
+    e = -da // safe
+    one_right = (db != 0) & (da % safe == 0) & (e >= first) & (e < first + size)
+    wrong = np.where((da == 0) & (db == 0), 0, size - one_right.astype(np.int64))
+    wrong = np.where(defined, wrong, 0)
+    total = int(wrong.sum())
+    if not total:
+        return 0, ""
+    chip, piece = (int(x) for x in np.argwhere(wrong > 0)[0])
+    lo, hi = bounds[piece], bounds[piece + 1]
+    missing = int(em[chip, piece]) & ~int(got.mask[chip, piece])
+    extra = int(got.mask[chip, piece]) & ~int(em[chip, piece])
+    why = []
+    if missing:
+        why.append(f"lacks the inputs of chips {_bits(missing)}")
+    if extra:
+        why.append(f"holds inputs it should not (chips {_bits(extra)})")
+    if not why:
+        why.append("counts an input twice")
+    return total, f"chip {chip}, elements [{lo}, {hi}) {' and '.join(why)}"
+
+
+def _bits(mask: int) -> str:
+    return ", ".join(str(i) for i in range(mask.bit_length()) if mask >> i & 1)

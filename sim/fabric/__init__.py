@@ -1,0 +1,58 @@
+"""The multi-chip engine: chips joined by links, a fabric program of transfers, reductions and
+copies, and its timing on the links, reduce engines and HBM of every chip.
+
+Modules, each with one job:
+
+* :mod:`~sim.fabric.network`: the network of a topology (links and routes);
+* :mod:`~sim.fabric.program`: the fabric program and the checks of its dependencies;
+* :mod:`~sim.fabric.holds`: what each op holds (its engine, its chip's HBM, one burst);
+* :mod:`~sim.fabric.simulate`: :func:`simulate_fabric`, the timing rules, which picks
+  :mod:`~sim.fabric.events` (the event loop) or a fast path, :mod:`~sim.fabric.uncontended`
+  or :mod:`~sim.fabric.rotation`, for a one-shot program (:mod:`~sim.fabric.one_shot`);
+* :mod:`~sim.fabric.scan`: one server's queue as a max-plus scan in numpy;
+* :mod:`~sim.fabric.log`: the op log's engines and stages, and arrival times.
+
+Imports run one way: a module imports only modules listed before it in ``network``,
+``program``, ``holds``, ``log``, ``one_shot``, ``scan``, ``events``, ``uncontended``,
+``rotation``, ``simulate``. Outside the package, ``sim.fabric`` imports only
+``sim.topology`` and ``sim.oplog``; other code imports this package, not its modules.
+"""
+
+from __future__ import annotations
+
+from sim.fabric.log import (
+    COPY_STAGE,
+    FORWARD,
+    HBM_ENGINE,
+    REDUCE,
+    REDUCE_ENGINE,
+    SEND,
+    STAGES,
+    arrival_ps,
+)
+from sim.fabric.network import Network, build_network, ring_route, torus_cycle
+from sim.fabric.program import COPY, REDUCTION, TRANSFER, FabricProgram, hbm_default
+from sim.fabric.scan import one_after_another
+from sim.fabric.simulate import simulate_fabric
+
+__all__ = [
+    "COPY",
+    "COPY_STAGE",
+    "FORWARD",
+    "HBM_ENGINE",
+    "REDUCE",
+    "REDUCE_ENGINE",
+    "REDUCTION",
+    "SEND",
+    "STAGES",
+    "TRANSFER",
+    "FabricProgram",
+    "Network",
+    "arrival_ps",
+    "build_network",
+    "hbm_default",
+    "one_after_another",
+    "ring_route",
+    "simulate_fabric",
+    "torus_cycle",
+]

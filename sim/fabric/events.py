@@ -1,0 +1,206 @@
+"""The event loop of the fabric timing: a heap of ``(time, op id, hop)`` events (the rules are
+in :mod:`sim.fabric.simulate`)."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+
+import numpy as np
+
+from sim.fabric.log import op_log
+from sim.fabric.network import Network
+from sim.fabric.program import COPY, REDUCTION, TRANSFER, FabricProgram, accumulators, dependents_of
+from sim.oplog import OpLog
+
+
+def simulate_events(
+    net: Network, program: FabricProgram, holds: tuple[list[int], ...], *, contention: bool
+) -> OpLog:
+    """The event-driven engine of :func:`simulate_fabric`.
+
+    Only start and end times are dynamic: each record has a slot (op by op, hop by hop, the
+    log's order), and its chip, engine and stage follow from the op afterwards.
+    """
+    n = len(program)
+    kind, src, dst = program.kind, program.src, program.dst
+    first, hbm_hold, total, burst = holds
+    dependents = dependents_of(program)
+    into = accumulators(program)
+    acc_end = [0] * n  # per accumulator (by its first reduction): when its last add ended
+    waiting = [len(d) for d in program.deps]
+    p, lat, routes = net.chips, net.latency_ps, net.routes
+    nlinks = len(net.links)
+    consumes = program.consumes
+    staged = [False] * n
+    for t in consumes:
+        if t >= 0:
+            staged[t] = True
+    credits = [net.staging_buffers] * (p * p)
+    held: list[deque[int]] = [deque() for _ in range(p * p)]
+    granted = [False] * n
+    hbm_got = [False] * n
+    head = [0] * n  # when the first burst of every input is there
+    tail = [0] * n  # when the last byte of every input is there
+    hop_end = [0] * n
+    hops = max((len(r) for row in routes for r in row), default=1)
+    servers = nlinks + p if contention else nlinks + p + p * p * hops
+    busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
+    queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
+    hbm_free = [0] * p
+    conn = [s * p + d for s, d in zip(src, dst, strict=True)]
+    # per op: the servers of its hops (a transfer) or its reduce engine (one entry)
+    if contention:
+        pair_res = [routes[s][d] for s in range(p) for d in range(p)]
+    else:
+        pair_res = [
+            tuple(nlinks + p + c * hops + h for h in range(len(routes[c // p][c % p])))
+            for c in range(p * p)
+        ]
+    res_of = [
+        pair_res[c] if k == TRANSFER else (nlinks + s,)
+        for k, s, c in zip(kind, src, conn, strict=True)
+    ]
+    nrec = [
+        len(routes[s][d]) if k == TRANSFER else 1 for k, s, d in zip(kind, src, dst, strict=True)
+    ]
+    slot = list(itertools.accumulate(nrec, initial=0))
+    r_start = [0] * slot[-1]
+    r_end = [0] * slot[-1]
+    done = 0
+    ready = [i for i in range(n) if not waiting[i]]
+    if lat > 0:  # nothing comes back at time 0: past the staging buffers, pairs wait in id order
+        for idx, i in enumerate(ready):
+            if kind[i] == TRANSFER and staged[i]:
+                c = conn[i]
+                if credits[c]:
+                    credits[c] -= 1
+                    granted[i] = True
+                else:
+                    held[c].append(i)
+                    ready[idx] = -1
+    heap = [(0, i, 0) for i in ready if i >= 0]
+    heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
+    spans = program.span
+
+    def produced(i: int, begin: int, end: int, grain: int) -> None:
+        """Op ``i`` delivers its span linearly from ``begin`` to ``end`` at the consumer's side:
+        a dependent may start as soon as the part it needs first is coming, and cannot end
+        before one burst after ``end``."""
+        lo, hi = spans[i]
+        width = hi - lo
+        for j in dependents[i]:
+            x, y = spans[j]
+            if width > 0 and y > x and (x > lo or y < hi):  # j needs part of i's span
+                a = max(x, lo) - lo
+                if a >= min(y, hi) - lo:
+                    a = 0
+                first_burst = begin + (end - begin) * a // width + grain
+                last = end  # i's data is complete (and checkable) only when i ends
+                # j reaches that part only after streaming its own bytes before it
+                first_burst -= total[j] * (max(x, lo) - x) // (y - x)
+            else:
+                first_burst, last = begin + grain, end
+            if first_burst > last:
+                first_burst = last
+            if first_burst > head[j]:
+                head[j] = first_burst
+            if last > tail[j]:
+                tail[j] = last
+            waiting[j] -= 1
+            if not waiting[j]:
+                push(heap, (head[j], j, 0))
+
+    while heap:
+        now, i, hop = pop(heap)
+        if i < 0:  # server `hop` frees: its first queued op starts
+            if not queue[hop]:
+                busy[hop] = False
+                continue
+            res = hop
+            i, hop = queue[hop].popleft()
+            k = kind[i]
+        elif hop < 0:  # a staging buffer comes back to the pair of transfer `i`
+            c = conn[i]
+            if held[c]:
+                j = held[c].popleft()
+                granted[j] = True
+                push(heap, (now, j, 0))
+            else:
+                credits[c] += 1
+            continue
+        else:
+            k = kind[i]
+            if k == TRANSFER and hop == 0 and staged[i] and not granted[i]:
+                c = conn[i]
+                if not credits[c]:
+                    held[c].append(i)
+                    continue
+                credits[c] -= 1
+                granted[i] = True
+            if contention and hbm_hold[i] and not hbm_got[i]:
+                chip = src[i]
+                hs = hbm_free[chip] if hbm_free[chip] > now else now
+                hbm_free[chip] = hs + hbm_hold[i]
+                hbm_got[i] = True
+                if hs > now:
+                    push(heap, (hs, i, 0))
+                    continue
+            if k == COPY:
+                res = -1
+            else:
+                res = res_of[i][hop]
+                if busy[res]:
+                    queue[res].append((i, hop))
+                    continue
+                busy[res] = contention or k == TRANSFER
+        # op i starts its hop `hop` on server `res` at `now`
+        done += 1
+        if k == TRANSFER:
+            begin = now
+            if hop == 0:
+                end = begin + total[i]
+                if tail[i] + burst[i] > end:
+                    end = tail[i] + burst[i]
+            else:
+                end = begin + first[i]
+                if hop_end[i] + lat > end:
+                    end = hop_end[i] + lat
+            hop_end[i] = end
+            push(heap, (end, -1, res))
+            at = slot[i] + hop
+            r_start[at] = begin
+            r_end[at] = end
+            if hop + 1 < nrec[i]:
+                push(heap, (begin + lat, i, hop + 1))
+            else:
+                produced(i, begin + lat, end + lat, burst[i])
+        else:
+            chip = src[i]
+            begin = now
+            end = begin + total[i]
+            if tail[i] + burst[i] > end:
+                end = tail[i] + burst[i]
+            g = into[i]
+            if g >= 0:  # adds after the accumulator's previous add, one burst behind it
+                if acc_end[g] + burst[i] > end:
+                    end = acc_end[g] + burst[i]
+                acc_end[g] = end
+            if k == REDUCTION and contention:  # busy for its work, not while data trickles in
+                push(heap, (begin + first[i], -1, res))
+            at = slot[i]
+            r_start[at] = begin
+            r_end[at] = end
+            if consumes[i] >= 0:
+                push(heap, (end + lat, consumes[i], -1))
+            produced(i, begin, end, burst[i])
+    if done < slot[-1]:
+        stuck = [i for i in range(n) if waiting[i]][:3]
+        raise RuntimeError(
+            f"fabric program did not finish ({done} of {slot[-1]} records): a dependency "
+            f"cycle or every staging buffer held by data that waits (e.g. ops {stuck}); "
+            "raise chips.staging_buffers"
+        )
+    return op_log(net, program, np.asarray(nrec, dtype=np.int64), r_start, r_end)

@@ -1,0 +1,114 @@
+"""A fabric program: transfers, reductions and copies in program order, and the checks of its
+dependencies and accumulators (the timing is :func:`sim.fabric.simulate.simulate_fabric`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+TRANSFER, REDUCTION, COPY = 0, 1, 2  # FabricProgram op kinds
+
+
+@dataclass
+class FabricProgram:
+    """Transfers, reductions and copies in program order, as parallel lists (op id = index).
+
+    ``kind[i]`` is :data:`TRANSFER` (``src -> dst``), :data:`REDUCTION` or :data:`COPY` (on
+    chip ``src``); ``deps[i]`` are ids of earlier ops whose results op ``i`` needs.
+    ``consumes[i]`` is the transfer whose staged data a reduction or copy drains (-1: none);
+    while it is pending that transfer holds one staging buffer at its receiver.
+    ``span[i]`` is the element range op ``i`` moves (``(0, 0)``: unknown, treat as whole);
+    a dependent needs a producer only for the part of its span they share.
+    ``hbm[i]`` is the bytes op ``i`` moves through its chip's HBM (-1: the default, see
+    :func:`hbm_default`); a transfer that forwards a chunk its chip has just reduced or
+    received streams it from on-chip buffers and moves 0.
+    ``into[i]`` (reductions; -1: none) names an **accumulator**, by the id of its first
+    reduction: reductions with the same ``into`` add their data into the same elements and
+    do not depend on each other. Sums commute, so they add in the order they start (the
+    order their data comes in), each ending no earlier than one burst after the one before
+    it into the accumulator (ADR 0016); an op that needs the sum depends on all of them.
+    """
+
+    kind: list[int] = field(default_factory=list)
+    src: list[int] = field(default_factory=list)
+    dst: list[int] = field(default_factory=list)
+    nbytes: list[int] = field(default_factory=list)
+    step: list[int] = field(default_factory=list)
+    deps: list[tuple[int, ...]] = field(default_factory=list)
+    consumes: list[int] = field(default_factory=list)
+    hbm: list[int] = field(default_factory=list)
+    span: list[tuple[int, int]] = field(default_factory=list)
+    into: list[int] = field(default_factory=list)
+
+    def add(
+        self,
+        kind: int,
+        src: int,
+        dst: int,
+        nbytes: int,
+        step: int,
+        deps: tuple[int, ...],
+        consumes: int = -1,
+        hbm: int = -1,
+        span: tuple[int, int] = (0, 0),
+        into: int = -1,
+    ) -> int:
+        self.kind.append(kind)
+        self.src.append(src)
+        self.dst.append(dst)
+        self.nbytes.append(nbytes)
+        self.step.append(step)
+        self.deps.append(deps)
+        self.consumes.append(consumes)
+        self.hbm.append(hbm)
+        self.span.append(span)
+        self.into.append(into)
+        return len(self.kind) - 1
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+def hbm_default(kind: int, nbytes: int) -> int:
+    """HBM bytes of an op: a send reads its data, a copy writes it, a reduction reads the local
+    operand and writes the sum (the received operand is in a staging buffer)."""
+    return 2 * nbytes if kind == REDUCTION else nbytes
+
+
+def dependents_of(program: FabricProgram) -> list[list[int]]:
+    dependents: list[list[int]] = [[] for _ in range(len(program))]
+    for i, deps in enumerate(program.deps):
+        for d in deps:
+            if not 0 <= d < i:
+                raise ValueError(f"op {i} depends on op {d}; dependencies must be earlier ops")
+            dependents[d].append(i)
+    for i, t in enumerate(program.consumes):
+        if t >= 0 and (t >= i or program.kind[t] != TRANSFER or t not in program.deps[i]):
+            raise ValueError(
+                f"op {i} consumes op {t}: it must be an earlier transfer it depends on"
+            )
+    return dependents
+
+
+def accumulators(program: FabricProgram) -> list[int]:
+    """``program.into`` checked (a reduction names the first reduction of its accumulator,
+    which names itself), or all -1 when the program gives none."""
+    n = len(program)
+    if not program.into:
+        return [-1] * n
+    into = program.into
+    if len(into) != n:
+        raise ValueError(f"program has {n} ops but {len(into)} accumulator entries ('into')")
+    g = np.asarray(into, dtype=np.int64)
+    ops = np.flatnonzero(g >= 0)
+    kind = np.asarray(program.kind, dtype=np.int64)[ops]
+    bad = (g[ops] > ops) | (kind != REDUCTION)
+    bad |= g[np.minimum(g[ops], n - 1)] != g[ops]
+    if bad.any():
+        i = int(ops[np.argmax(bad)])
+        raise ValueError(
+            f"op {i} adds into accumulator {into[i]}: it must be a reduction and {into[i]} the "
+            "first, earlier reduction of that accumulator (into[g] == g)"
+        )
+    return into

@@ -9,7 +9,6 @@ from the topology file (``sim/topologies/npu-1h.yaml``).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,14 +26,15 @@ from pytest_npubench.plotting import (
     time_unit,
     titled,
 )
-from sim import gemm_metrics, load_topology
+from sim import gemm_metrics
 from sim.datacheck import DataCheckError, check_gemm_data
 from sim.kernels.gemm import STAGES, VARIANTS, GemmShape, TilePlan, check_coverage
 from sim.kernels.gemm import run_gemm as simulate_gemm
 from sim.model import roofline_tflops
+from sim.topology import topology_from_env
 from sim.trace import write_trace
 
-TOPOLOGY = load_topology(os.environ.get("NPUBENCH_TOPOLOGY", "npu-1h"))
+TOPOLOGY = topology_from_env()  # $NPUBENCH_TOPOLOGY, else npu-1h
 
 Shape = tuple[int, int, int]
 GATED: list[Shape] = [

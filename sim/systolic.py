@@ -39,6 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim.errors import InputError
+from sim.inputfile import read_text
+from sim.limits import (
+    MAX_SCALESIM_CFG_BYTES,
+    MAX_SCALESIM_TOPOLOGY_BYTES,
+    check_systolic_layers,
+    check_systolic_work,
+)
 
 __all__ = [
     "COMPUTE_REPORT_HEADER",
@@ -177,9 +184,19 @@ class SystolicLayer:
 
 
 def _touched(size: int, window: int, stride: int, outputs: int) -> int:
-    """Input rows (or columns) some window covers; SCALE-Sim drops a window's part past the edge."""
+    """Input rows (or columns) some window covers; SCALE-Sim drops a window's part past the edge.
+
+    With ``stride >= window`` the windows do not overlap: the sum over windows ``i`` (those
+    starting inside, ``i * stride < size``) of ``min(window, size - i * stride)``, in closed
+    form: the first ``full`` windows fit whole, the rest lose their part past the edge.
+    """
     if stride >= window:
-        return sum(min(window, size - i * stride) for i in range(outputs) if i * stride < size)
+        starts = min(outputs, _ceil_div(size, stride))  # windows starting inside the input
+        full = min(starts, (size - window) // stride + 1) if size >= window else 0
+        cut = starts - full  # windows i in [full, starts): size - i * stride each
+        return (
+            full * window + cut * size - stride * (starts * (starts - 1) - full * (full - 1)) // 2
+        )
     return min((outputs - 1) * stride + window, size)
 
 
@@ -217,14 +234,24 @@ def _spatio_temporal(layer: SystolicLayer, dataflow: str) -> tuple[int, int, int
     return layer.k, layer.m, layer.n
 
 
+#: up to this many folds a layer's mean is SCALE-Sim's float sum, fold by fold (same bits);
+#: beyond, it is the exact mean in closed form (SCALE-Sim would walk > 10**7 cycles)
+EXACT_FOLDS = 1 << 16
+
+
 def _fold_mean(sr: int, sc: int, array: ArrayConfig, per_pe: int, denominator: int) -> float:
     """SCALE-Sim's ``sum(per_fold) / len(per_fold)`` over ``used * per_pe / denominator``.
 
     Folds run column fold outer, row fold inner; only the last row fold and the last
-    column fold are partial, so the list is built from four values, then summed in order.
+    column fold are partial, so the list is built from four values, then summed in order
+    (up to :data:`EXACT_FOLDS` folds; past them, the exact mean in closed form).
     """
     rows, cols = array.rows, array.cols
     row_folds, col_folds = _ceil_div(sr, rows), _ceil_div(sc, cols)
+    if row_folds * col_folds > EXACT_FOLDS:
+        # the used PEs of all folds add up to sr * sc: the exact mean, correctly rounded (a
+        # float sum of this many terms would only differ in its last bits, and cost O(folds))
+        return (sr * sc * per_pe) / (denominator * row_folds * col_folds)
     last_r, last_c = sr - (row_folds - 1) * rows, sc - (col_folds - 1) * cols
 
     def column(c: int) -> list[float]:
@@ -328,7 +355,14 @@ def dram_accesses(
 
 
 def simulate_layers(layers: Sequence[SystolicLayer], array: ArrayConfig) -> list[LayerReport]:
-    """Every layer of a topology, in order (SCALE-Sim runs layers independently)."""
+    """Every layer of a topology, in order (SCALE-Sim runs layers independently); refused
+    before the first if the fold sums they need are over the ops budget (sim.limits)."""
+    folds = 0
+    for layer in layers:
+        sr, sc, _t = _spatio_temporal(layer, array.dataflow)
+        n = _ceil_div(sr, array.rows) * _ceil_div(sc, array.cols)
+        folds += n if n <= EXACT_FOLDS else 0  # the closed form costs no fold sum
+    check_systolic_work(len(layers), folds, f"{len(layers)} SCALE-Sim layers")
     return [simulate_layer(layer, array) for layer in layers]
 
 
@@ -413,14 +447,12 @@ def _cfg_int(conf: configparser.ConfigParser, path: str, section: str, key: str)
 def read_scalesim_config(path: str | Path) -> ScaleSimConfig:
     """Read and validate a SCALE-Sim ``.cfg`` (the keys this model uses, and sparsity off)."""
     p = str(path)
-    conf = configparser.ConfigParser()
+    text = read_text(
+        p, what="SCALE-Sim cfg", limit=MAX_SCALESIM_CFG_BYTES, error=ScaleSimInputError
+    )
+    conf = configparser.ConfigParser(interpolation=None)  # SCALE-Sim's files use no %(x)s
     try:
-        with open(p) as f:
-            conf.read_file(f)
-    except OSError as exc:
-        raise ScaleSimInputError(
-            f"{p}: cannot read the cfg ({exc.strerror}); check the path"
-        ) from None
+        conf.read_string(text, source=p)
     except configparser.Error as exc:
         msg = str(exc).splitlines()[0]
         raise ScaleSimInputError(f"{p}: not a valid cfg file ({msg}); fix its syntax") from None
@@ -438,12 +470,8 @@ def read_scalesim_config(path: str | Path) -> ScaleSimConfig:
         raise ScaleSimInputError(
             f"{p}: [run_presets] InterfaceBandwidth = {mode!r} is not CALC or USER; use CALC"
         )
-    if conf.has_option("sparsity", "SparsitySupport") and (
-        conf.get("sparsity", "SparsitySupport").strip().lower() == "true"
-    ):
-        raise ScaleSimInputError(
-            f"{p}: [sparsity] SparsitySupport = true is not modelled; set it to false"
-        )
+    if conf.has_option("sparsity", "SparsitySupport"):
+        _check_dense(p, conf.get("sparsity", "SparsitySupport").strip())
     run_name = conf.get("general", "run_name", fallback="scale_run").strip()
     keys = ("IfmapSramSzkB", "FilterSramSzkB", "OfmapSramSzkB")
     sram = None
@@ -452,9 +480,31 @@ def read_scalesim_config(path: str | Path) -> ScaleSimConfig:
     return ScaleSimConfig(p, run_name, array, mode, sram)
 
 
-def _fields(line: str) -> list[str]:
+def _check_dense(path: str, raw: str) -> None:
+    """SCALE-Sim (scale_config.py) runs sparse only for ``SparsitySupport`` = ``true`` in any
+    case, and dense for any other text; so 'false' (any case) is dense, 'true' is refused as
+    not modelled, and anything else ('yes', '1', 'on') is refused: SCALE-Sim would read it
+    as dense, which is not what its writer meant."""
+    if raw.lower() == "false":
+        return
+    if raw.lower() == "true":
+        raise ScaleSimInputError(
+            f"{path}: [sparsity] SparsitySupport = {raw} is not modelled (sim.systolic is dense "
+            "only); set it to false"
+        )
+    raise ScaleSimInputError(
+        f"{path}: [sparsity] SparsitySupport = {raw!r} must be true or false; SCALE-Sim reads "
+        "only 'true' as on and would run anything else dense. Write false (sparsity is not "
+        "modelled here)"
+    )
+
+
+def _fields(line: str, path: str = "", lineno: int = 0) -> list[str]:
     """A CSV line's fields, stripped; SCALE-Sim's trailing comma (an empty last field) dropped."""
-    fields = [x.strip() for x in next(csv.reader(io.StringIO(line)), [])]
+    try:
+        fields = [x.strip() for x in next(csv.reader(io.StringIO(line)), [])]
+    except csv.Error as exc:
+        raise ScaleSimInputError(f"{path}:{lineno}: not a CSV row ({exc}); fix the row") from None
     while fields and fields[-1] == "":
         fields.pop()
     return fields
@@ -506,16 +556,14 @@ def read_scalesim_topology(path: str | Path) -> list[SystolicLayer]:
     ``-i gemm`` flag is not needed. A bad row raises with file, line and column.
     """
     p = str(path)
-    try:
-        with open(p) as f:
-            lines = f.read().splitlines()
-    except OSError as exc:
-        raise ScaleSimInputError(
-            f"{p}: cannot read the topology ({exc.strerror}); check the path"
-        ) from None
+    text = read_text(
+        p, what="SCALE-Sim topology", limit=MAX_SCALESIM_TOPOLOGY_BYTES, error=ScaleSimInputError
+    )
+    lines = text.splitlines()
     if not lines:
         raise ScaleSimInputError(f"{p}:1: the file is empty; give a header and one row per layer")
-    header = _fields(lines[0])
+    check_systolic_layers(len(lines) - 1, f"{p}: {len(lines) - 1} rows")
+    header = _fields(lines[0], p, 1)
     if len(header) == len(GEMM_COLUMNS):
         names: Sequence[str] = GEMM_COLUMNS
     elif len(header) == len(CONV_COLUMNS):
@@ -525,20 +573,31 @@ def read_scalesim_topology(path: str | Path) -> list[SystolicLayer]:
             f"{p}:1: header has {len(header)} columns; expected 4 ({','.join(GEMM_COLUMNS)}) "
             f"or 8 ({','.join(CONV_COLUMNS)})"
         )
-    layers: list[SystolicLayer] = []
+    rows: list[tuple[int, str, list[int]]] = []
+    count = 0  # layers the rows make: a depth-wise row makes one per channel
     for lineno, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
-        fields = _fields(line)
+        fields = _fields(line, p, lineno)
         if not fields or not fields[0]:
             raise ScaleSimInputError(
                 f"{p}:{lineno}: column 1 ({names[0]}): empty; give the layer a name"
             )
         values = _row_ints(p, lineno, fields, names)
+        made = values[4] if names is CONV_COLUMNS and "DP" in fields[0] else 1
+        count += made
+        if made > 1:
+            check_systolic_layers(
+                count, f"{p}:{lineno}: depth-wise {fields[0]!r} of {made} channels"
+            )
+        rows.append((lineno, fields[0], values))
+    check_systolic_layers(count, f"{p}: {count} layers")
+    layers: list[SystolicLayer] = []
+    for lineno, name, values in rows:
         if names is GEMM_COLUMNS:
-            layers.append(SystolicLayer.gemm(fields[0], *values))
+            layers.append(SystolicLayer.gemm(name, *values))
         else:
-            layers.extend(_conv_layers(p, lineno, fields[0], values))
+            layers.extend(_conv_layers(p, lineno, name, values))
     if not layers:
         raise ScaleSimInputError(f"{p}: no layers after the header; add one row per layer")
     return layers

@@ -664,7 +664,7 @@ class _Loader(_SafeBase):
         for key_node, _value in node.value:
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
                 continue  # a complex key is refused by the validator; a merge may be overridden
-            key = self.construct_object(key_node)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node)
             line = key_node.start_mark.line + 1
             try:
                 if key in seen:
@@ -672,7 +672,7 @@ class _Loader(_SafeBase):
                 seen[key] = line
             except TypeError:  # unhashable: SafeConstructor says so
                 continue
-        return super().construct_mapping(node, deep=deep)  # type: ignore[no-untyped-call]
+        return super().construct_mapping(node, deep=deep)
 
 
 def _construct_int(loader: _SafeBase, node: yaml.Node) -> int | str:

@@ -19,7 +19,6 @@ overrides the chip count and interconnect (``Topology.replace_chips``).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,6 @@ from pytest_npubench.plotting import (
     save,
     titled,
 )
-from sim import load_topology
 from sim.collectives import (
     ALGORITHMS,
     algorithms_for,
@@ -44,10 +42,10 @@ from sim.collectives import (
     collective_metrics,
 )
 from sim.collectives.model import model
-from sim.topology import Topology
+from sim.topology import Topology, topology_from_env
 from sim.trace import write_trace
 
-TOPOLOGY = load_topology(os.environ.get("NPUBENCH_TOPOLOGY", "npu-1h"))
+TOPOLOGY = topology_from_env()  # $NPUBENCH_TOPOLOGY, else npu-1h
 
 KIB, MIB = 1024, 1024 * 1024
 SIZES = [KIB * 4**i for i in range(10)]  # 1 KiB .. 256 MiB, nccl-tests style

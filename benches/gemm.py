@@ -9,7 +9,6 @@ from the topology file (``sim/topologies/npu-1h.yaml``).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,16 +26,17 @@ from pytest_npubench.plotting import (
     time_unit,
     titled,
 )
-from sim import gemm_metrics, load_topology
+from sim import gemm_metrics
 from sim.gemm.check import check_coverage
 from sim.gemm.datacheck import DataCheckError, check_gemm_data
 from sim.gemm.layout import STAGES
 from sim.gemm.model import roofline_tflops
 from sim.gemm.run import run_gemm as simulate_gemm
 from sim.gemm.shape import VARIANTS, GemmShape, TilePlan
+from sim.topology import topology_from_env
 from sim.trace import write_trace
 
-TOPOLOGY = load_topology(os.environ.get("NPUBENCH_TOPOLOGY", "npu-1h"))
+TOPOLOGY = topology_from_env()  # $NPUBENCH_TOPOLOGY, else npu-1h
 
 Shape = tuple[int, int, int]
 GATED: list[Shape] = [

@@ -17,22 +17,20 @@ file; the sweep only overrides the chip count and interconnect.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benches._tp_figures import figures
 from pytest_npubench import Bench, Metric, Result
-from sim import load_topology
-from sim.topology import Topology
+from sim.topology import Topology, topology_from_env
 from sim.tp.config import LAYERS, MODES, LayerConfig
 from sim.tp.datacheck import check_layer_data
 from sim.tp.metrics import layer_metrics
 from sim.tp.run import run_layer as simulate_layer_run
 from sim.trace import write_trace
 
-TOPOLOGY = load_topology(os.environ.get("NPUBENCH_TOPOLOGY", "npu-1h"))
+TOPOLOGY = topology_from_env()  # $NPUBENCH_TOPOLOGY, else npu-1h
 
 HIDDEN = [128, 4096, 8192]
 TOKENS = [128, 512, 2048, 8192]

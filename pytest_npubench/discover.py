@@ -57,10 +57,29 @@ def import_bench_module(path: Path, rootpath: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
+        if _is_input_error(exc):  # a library's message about the user's input: it, once
+            raise BenchImportError(f"{exc}\n(while importing {shown}{_line(exc, path)})") from None
         raise BenchImportError(
             f"cannot import bench module {shown}:\n{_user_traceback(exc, path)}"
         ) from None
     return module
+
+
+def _is_input_error(exc: BaseException) -> bool:
+    """A library's own ``ValueError`` subclass (e.g. ``sim.TopologyError`` for a bad
+    ``NPUBENCH_TOPOLOGY``) says what is wrong with a value and how to fix it; its traceback
+    would only bury that. Builtin exceptions (bugs, the Bench checks) keep their traceback."""
+    return isinstance(exc, ValueError) and type(exc).__module__ != "builtins"
+
+
+def _line(exc: BaseException, path: Path) -> str:
+    tb = exc.__traceback__
+    lines = []
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename) == path:
+            lines.append(tb.tb_lineno)
+        tb = tb.tb_next
+    return f", line {lines[-1]}" if lines else ""
 
 
 def _shown(path: Path, rootpath: Path) -> str:

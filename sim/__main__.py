@@ -19,7 +19,6 @@ from sim.gemm.metrics import gemm_metrics
 from sim.gemm.run import run_gemm
 from sim.gemm.shape import VARIANTS, GemmShape
 from sim.systolic import (
-    ScaleSimInputError,
     compute_report_csv,
     read_scalesim_config,
     read_scalesim_topology,
@@ -81,13 +80,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _scalesim(parser: argparse.ArgumentParser, cfg_path: str, topo_path: str, outdir: Path) -> int:
-    try:
+    try:  # a bad file, or one over a budget (sim.limits): one usage error, no traceback
         cfg = read_scalesim_config(cfg_path)
         layers = read_scalesim_topology(topo_path)
-    except ScaleSimInputError as exc:
+        reports = simulate_layers(layers, cfg.array)
+    except NpuSimError as exc:
         parser.error(str(exc))
     array = cfg.array
-    reports = simulate_layers(layers, array)
     print(f"{cfg.path}: {array.rows}x{array.cols} array, dataflow {array.dataflow}")
     for note in cfg.notes:
         print(f"note: {note}")

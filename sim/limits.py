@@ -25,7 +25,7 @@ import operator
 import os
 import re
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from sim.errors import BudgetError, InputError, NpuSimError, short_number, short_repr
 from sim.units import ps_for_bytes
@@ -39,12 +39,18 @@ __all__ = [
     "MAX_CODE",
     "MAX_INT_KEY",
     "MAX_OP_PS",
+    "MAX_SCALESIM_CFG_BYTES",
+    "MAX_SCALESIM_TOPOLOGY_BYTES",
     "MAX_TIME_PS",
     "MAX_TOPOLOGY_FILE_BYTES",
     "MEMORY_BUDGET_ENV",
     "OPS_BUDGET_ENV",
+    "CollectiveEstimate",
     "check_collective",
     "check_gemm",
+    "check_systolic_layers",
+    "check_systolic_work",
+    "estimate_collective",
     "memory_budget_bytes",
     "ops_budget",
     "shape_dims",
@@ -57,6 +63,8 @@ MAX_OP_PS = 1 << 40  # one operation (~1.1 s simulated): 2**22 in a row stay bel
 MAX_CODE = 2**15 - 1  # engine / chip codes are int16 in the op log
 MAX_INT_KEY = 2**31 - 1  # any integer key: a product of two stays far inside int64
 MAX_TOPOLOGY_FILE_BYTES = 1 << 20  # a topology is ~1.5 KiB; larger is not a topology
+MAX_SCALESIM_CFG_BYTES = 1 << 20  # SCALE-Sim's cfgs are ~1 KiB
+MAX_SCALESIM_TOPOLOGY_BYTES = 4 << 20  # its topology CSVs ~40 bytes a layer: ~100,000 layers
 
 MEMORY_BUDGET_ENV = "NPUBENCH_MEMORY_BUDGET_MIB"
 DEFAULT_MEMORY_BUDGET_MIB = 2048
@@ -66,7 +74,13 @@ DEFAULT_OPS_BUDGET = 2_000_000  # collective ops + route hops: ~20 s of the Pyth
 # estimated bytes per item, measured with tracemalloc on the shipped kernels
 OPLOG_RECORD_BYTES = 54  # 3 int16 + 6 int64 columns
 GEMM_STATE_ENTRY_BYTES = 8  # one int of a block's machine state (extrapolation keys)
-FABRIC_OP_BYTES = 320  # one collective transfer/reduction: program lists, records, OpLog
+FABRIC_OP_BYTES = 1024  # one collective op (a transfer, or the reduction or copy consuming it):
+# program lists, event records, OpLog, replay; tracemalloc's peak is 800-1000 B an op (2026)
+# one SCALE-Sim layer read, simulated and printed takes about as long as 5 collective ops
+# (measured: ~130 us a layer through `python -m sim scalesim`, ~25 us a collective op)
+SYSTOLIC_LAYER_OPS = 5
+SYSTOLIC_LAYER_BYTES = 2048  # its row, SystolicLayer, LayerReport and printed lines
+SYSTOLIC_FOLDS_PER_OP = 2048  # fold terms summed (twice) per layer in the time of one op
 ROUTE_HOP_BYTES = 24  # one link index of the network's route table
 
 
@@ -270,13 +284,24 @@ def _ps(nbytes: int, gbs: Fraction) -> int:
     return ps_for_bytes(nbytes, gbs)
 
 
-def _collective_counts(p: int, pieces_per_segment: int, algorithm: str) -> tuple[int, int]:
-    """(transfers, reductions) a collective will issue: ring-like algorithms move every
-    segment ``2(p-1)`` times; ``direct`` sends the whole vector to every other chip."""
+def _collective_transfers(p: int, pieces_per_segment: int, algorithm: str) -> int:
+    """Transfers a collective will issue: ring-like algorithms move every segment ``2(p-1)``
+    times; ``direct`` sends the whole vector to every other chip. Every transfer has one
+    consumer on its receiver (a reduction or a copy), so a program holds twice as many ops."""
     k = pieces_per_segment
     if algorithm == "direct":
-        return p * (p - 1) * p * k, p * (p - 1) * p * k
-    return 2 * (p - 1) * p * k, (p - 1) * p * k
+        return p * (p - 1) * p * k
+    return 2 * (p - 1) * p * k
+
+
+class CollectiveEstimate(NamedTuple):
+    """A collective's cost, estimated before anything is built (:func:`estimate_collective`)."""
+
+    ops: int  #: transfers and the reductions or copies that consume them
+    records: int  #: op-log records: a transfer has one per hop it takes, a consumer one
+    hops: int  #: link indices of the network's route table
+    memory_bytes: int
+    staging_bound: bool  #: the staging buffers, not the chunk size, set the number of chunks
 
 
 def _diameter(t: Topology) -> int:
@@ -289,13 +314,43 @@ def _diameter(t: Topology) -> int:
     return 2 if kind == "switch" else 1
 
 
+def estimate_collective(
+    topo: object, nbytes: int, algorithm: str, chunk_bytes: int | None
+) -> CollectiveEstimate:
+    """The ops, records, route hops and memory of a collective, from its sizes alone.
+
+    A message is cut into chunks of at most ``chunk`` bytes, and into at least
+    ``chips.staging_buffers / 2`` of them (rounded up to a power of two) while it has
+    elements (``sim.collectives.compile.chunks``): a ring-like segment is two messages (one per
+    ring direction), a ``direct`` message is the whole vector (``p`` segments).
+    """
+    t = _topology(topo)
+    p, kind = t.chips.count, t.chips.topology
+    diameter = _diameter(t)
+    hops = p * p * max(1, (diameter + 1) // 2)
+    bpe = t.bpe
+    per_chunk = max(bpe, (t.chips.chunk_bytes if chunk_bytes is None else chunk_bytes) // bpe * bpe)
+    count = nbytes // bpe
+    segment = _ceil_div(count, p)
+    k = max(1, _ceil_div(segment * bpe, per_chunk))
+    depth = 1 << (max(1, t.chips.staging_buffers // 2) - 1).bit_length()
+    staged = _ceil_div(min(depth, count), p) if algorithm == "direct" else min(2 * depth, segment)
+    transfers = _collective_transfers(p, max(k, staged), algorithm)
+    near = algorithm in ("ring", "torus2d")
+    records = transfers * ((2 if kind == "switch" else 1) if near else diameter) + transfers
+    ops = 2 * transfers
+    memory = ops * FABRIC_OP_BYTES + (records - ops) * OPLOG_RECORD_BYTES + hops * ROUTE_HOP_BYTES
+    return CollectiveEstimate(ops, records, hops, memory, staged > k)
+
+
 def check_collective(
     topo: object, nbytes: object, algorithm: object, chunk_bytes: object
 ) -> tuple[int, int | None]:
     """Validate a collective's arguments and refuse it over budget; returns (nbytes, chunk).
 
     ``nbytes`` and ``chunk_bytes`` may be numpy integers (returned as ints). The estimate
-    covers the network's route table (built first) and the schedule's transfers.
+    (:func:`estimate_collective`) covers the network's route table (built first) and the
+    schedule's transfers, their consumers and the chunks the staging buffers add.
     """
     t = _topology(topo)
     size = whole_number(nbytes, "message size nbytes")
@@ -303,27 +358,53 @@ def check_collective(
     if not isinstance(algorithm, str):
         raise InputError(f"algorithm = {short_repr(algorithm)} must be a string, e.g. 'ring'")
     p, kind = t.chips.count, t.chips.topology
-    diameter = _diameter(t)
-    hops = p * p * max(1, (diameter + 1) // 2)
-    bpe = t.bpe
-    per_chunk = max(bpe, (t.chips.chunk_bytes if chunk is None else chunk) // bpe * bpe)
-    count = size // bpe
-    k = max(1, _ceil_div(_ceil_div(count, p) * bpe, per_chunk))
-    transfers, reductions = _collective_counts(p, k, algorithm)
-    near = algorithm in ("ring", "torus2d")
-    records = transfers * ((2 if kind == "switch" else 1) if near else diameter) + reductions
+    est = estimate_collective(t, size, algorithm, chunk)
+    records, hops = est.records, est.hops
     what = f"{short_repr(algorithm)} collective of {_text(size)} bytes on {p} chips ({kind})"
     parts = f"{short_number(records)} transfers/reductions, {short_number(hops)} route hops"
-    _check_memory(what, records * FABRIC_OP_BYTES + hops * ROUTE_HOP_BYTES, parts)
+    fix = "use fewer chips, a smaller message or a larger chips.chunk_kib"
+    if est.staging_bound:
+        buffers = t.chips.staging_buffers
+        parts += (
+            f"; chips.staging_buffers = {buffers} cuts every message into >= {buffers // 2} chunks"
+        )
+        fix = "use fewer chips.staging_buffers (NCCL uses 8) or fewer chips"
+    _check_memory(what, est.memory_bytes, parts)
     if records + hops > ops_budget():
         raise BudgetError(
             f"{what}: about {short_number(records + hops)} operations to simulate ({parts}), "
-            f"over the budget of {ops_budget()}; use fewer chips, a smaller message or a "
-            f"larger chips.chunk_kib, or raise the budget: {OPS_BUDGET_ENV}={records + hops}"
+            f"over the budget of {ops_budget()}; {fix}, or raise the budget: "
+            f"{OPS_BUDGET_ENV}={records + hops}"
         )
+    bpe = t.bpe
+    per_chunk = max(bpe, (t.chips.chunk_bytes if chunk is None else chunk) // bpe * bpe)
     net = t.chips
     per_transfer = max(bpe, min(per_chunk, size))  # a transfer carries at most one chunk
     link = _ps(per_transfer, net.link_bw) + net.link_latency_ps
     worst = records * max(link, _ps(per_transfer, net.reduce_bw))
     _check_time(what, worst, parts)
     return size, chunk
+
+
+def check_systolic_layers(layers: int, what: str) -> None:
+    """Refuse to build ``layers`` SCALE-Sim layers over the ops or memory budget (before any
+    is built: a depth-wise row makes one layer per channel)."""
+    _check_memory(what, layers * SYSTOLIC_LAYER_BYTES, f"{short_number(layers)} layers")
+    ops = layers * SYSTOLIC_LAYER_OPS
+    if ops > ops_budget():
+        raise BudgetError(
+            f"{what}: {short_number(layers)} layers to read and simulate, about "
+            f"{short_number(ops)} operations ({SYSTOLIC_LAYER_OPS} a layer), over the budget of "
+            f"{ops_budget()}; split the topology, or raise the budget: {OPS_BUDGET_ENV}={ops}"
+        )
+
+
+def check_systolic_work(layers: int, folds: int, what: str) -> None:
+    """Refuse to simulate ``layers`` SCALE-Sim layers whose fold means sum ``folds`` terms."""
+    ops = layers * SYSTOLIC_LAYER_OPS + folds // SYSTOLIC_FOLDS_PER_OP
+    if ops > ops_budget():
+        raise BudgetError(
+            f"{what}: {short_number(folds)} folds to average over, about {short_number(ops)} "
+            f"operations, over the budget of {ops_budget()}; use a larger array or fewer "
+            f"layers, or raise the budget: {OPS_BUDGET_ENV}={ops}"
+        )

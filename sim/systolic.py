@@ -27,18 +27,16 @@ The mapping, as SCALE-Sim does it (``topology_utils``, ``compute/systolic_comput
 Not modelled: memory stalls (``InterfaceBandwidth: USER``: the stall-free cycles are
 reported), DRAM traffic and the prefetch-inclusive cycle count (they depend on SCALE-Sim's
 buffer replacement, cycle by cycle), sparsity. See ``docs/adr/0008-systolic-scalesim.md``.
+SCALE-Sim's files are read by :mod:`sim.scalesim_files` (ADR 0019), re-exported here.
 """
 
 from __future__ import annotations
 
-import configparser
-import csv
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from sim.errors import InputError
+from sim.limits import check_systolic_work
 
 __all__ = [
     "COMPUTE_REPORT_HEADER",
@@ -62,17 +60,6 @@ DATAFLOWS = ("os", "ws", "is")
 COMPUTE_REPORT_HEADER = (
     "LayerID, Total Cycles (incl. prefetch), Total Cycles, Stall Cycles, Overall Util %,"
     " Mapping Efficiency %, Compute Util %,"
-)
-GEMM_COLUMNS = ("Layer", "M", "N", "K")
-CONV_COLUMNS = (
-    "Layer name",
-    "IFMAP Height",
-    "IFMAP Width",
-    "Filter Height",
-    "Filter Width",
-    "Channels",
-    "Num Filter",
-    "Strides",
 )
 
 
@@ -177,9 +164,19 @@ class SystolicLayer:
 
 
 def _touched(size: int, window: int, stride: int, outputs: int) -> int:
-    """Input rows (or columns) some window covers; SCALE-Sim drops a window's part past the edge."""
+    """Input rows (or columns) some window covers; SCALE-Sim drops a window's part past the edge.
+
+    With ``stride >= window`` the windows do not overlap: the sum over windows ``i`` (those
+    starting inside, ``i * stride < size``) of ``min(window, size - i * stride)``, in closed
+    form: the first ``full`` windows fit whole, the rest lose their part past the edge.
+    """
     if stride >= window:
-        return sum(min(window, size - i * stride) for i in range(outputs) if i * stride < size)
+        starts = min(outputs, _ceil_div(size, stride))  # windows starting inside the input
+        full = min(starts, (size - window) // stride + 1) if size >= window else 0
+        cut = starts - full  # windows i in [full, starts): size - i * stride each
+        return (
+            full * window + cut * size - stride * (starts * (starts - 1) - full * (full - 1)) // 2
+        )
     return min((outputs - 1) * stride + window, size)
 
 
@@ -217,14 +214,24 @@ def _spatio_temporal(layer: SystolicLayer, dataflow: str) -> tuple[int, int, int
     return layer.k, layer.m, layer.n
 
 
+#: up to this many folds a layer's mean is SCALE-Sim's float sum, fold by fold (same bits);
+#: beyond, it is the exact mean in closed form (SCALE-Sim would walk > 10**7 cycles)
+EXACT_FOLDS = 1 << 16
+
+
 def _fold_mean(sr: int, sc: int, array: ArrayConfig, per_pe: int, denominator: int) -> float:
     """SCALE-Sim's ``sum(per_fold) / len(per_fold)`` over ``used * per_pe / denominator``.
 
     Folds run column fold outer, row fold inner; only the last row fold and the last
-    column fold are partial, so the list is built from four values, then summed in order.
+    column fold are partial, so the list is built from four values, then summed in order
+    (up to :data:`EXACT_FOLDS` folds; past them, the exact mean in closed form).
     """
     rows, cols = array.rows, array.cols
     row_folds, col_folds = _ceil_div(sr, rows), _ceil_div(sc, cols)
+    if row_folds * col_folds > EXACT_FOLDS:
+        # the used PEs of all folds add up to sr * sc: the exact mean, correctly rounded (a
+        # float sum of this many terms would only differ in its last bits, and cost O(folds))
+        return (sr * sc * per_pe) / (denominator * row_folds * col_folds)
     last_r, last_c = sr - (row_folds - 1) * rows, sc - (col_folds - 1) * cols
 
     def column(c: int) -> list[float]:
@@ -328,7 +335,14 @@ def dram_accesses(
 
 
 def simulate_layers(layers: Sequence[SystolicLayer], array: ArrayConfig) -> list[LayerReport]:
-    """Every layer of a topology, in order (SCALE-Sim runs layers independently)."""
+    """Every layer of a topology, in order (SCALE-Sim runs layers independently); refused
+    before the first if the fold sums they need are over the ops budget (sim.limits)."""
+    folds = 0
+    for layer in layers:
+        sr, sc, _t = _spatio_temporal(layer, array.dataflow)
+        n = _ceil_div(sr, array.rows) * _ceil_div(sc, array.cols)
+        folds += n if n <= EXACT_FOLDS else 0  # the closed form costs no fold sum
+    check_systolic_work(len(layers), folds, f"{len(layers)} SCALE-Sim layers")
     return [simulate_layer(layer, array) for layer in layers]
 
 
@@ -352,193 +366,9 @@ def compute_report_csv(reports: Sequence[LayerReport]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- SCALE-Sim's files ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ScaleSimConfig:
-    """What this model reads from a SCALE-Sim ``.cfg`` file."""
-
-    path: str
-    run_name: str
-    array: ArrayConfig
-    bandwidth_mode: str
-    sram: SramSizes | None = None  # None if the cfg does not give all three sizes
-
-    @property
-    def notes(self) -> list[str]:
-        """What is modelled and what is not, for this cfg; printed with every run."""
-        out = [
-            "modelled: stall-free compute cycles, utilisation, mapping efficiency, SRAM "
-            "accesses (SCALE-Sim's InterfaceBandwidth: CALC)",
-            "not modelled: 'Total Cycles (incl. prefetch)' (left blank), and DRAM accesses "
-            "except where they follow from sizes (sim.systolic.dram_accesses)",
-        ]
-        if self.bandwidth_mode == "USER":
-            out.append(
-                f"{self.path}: InterfaceBandwidth is USER: memory stalls at the given "
-                "bandwidth are NOT modelled; the cycles below are stall-free (Stall Cycles 0), "
-                "a lower bound on SCALE-Sim's USER-mode total"
-            )
-        return out
-
-
-def _cfg_value(conf: configparser.ConfigParser, path: str, section: str, key: str) -> str:
-    if not conf.has_option(section, key):
-        raise ScaleSimInputError(
-            f"{path}: [{section}] has no '{key}'; add it as in SCALE-Sim's configs/scale.cfg"
-        )
-    return conf.get(section, key).strip()
-
-
-def _positive_int(raw: str) -> int | None:
-    """``raw`` as an integer >= 1, or None if it is not one."""
-    try:
-        value = int(raw)
-    except ValueError:
-        return None
-    return value if value >= 1 else None
-
-
-def _cfg_int(conf: configparser.ConfigParser, path: str, section: str, key: str) -> int:
-    raw = _cfg_value(conf, path, section, key)
-    value = _positive_int(raw)
-    if value is None:
-        raise ScaleSimInputError(
-            f"{path}: [{section}] {key} = {raw!r} is not an integer >= 1; write e.g. 32"
-        )
-    return value
-
-
-def read_scalesim_config(path: str | Path) -> ScaleSimConfig:
-    """Read and validate a SCALE-Sim ``.cfg`` (the keys this model uses, and sparsity off)."""
-    p = str(path)
-    conf = configparser.ConfigParser()
-    try:
-        with open(p) as f:
-            conf.read_file(f)
-    except OSError as exc:
-        raise ScaleSimInputError(
-            f"{p}: cannot read the cfg ({exc.strerror}); check the path"
-        ) from None
-    except configparser.Error as exc:
-        msg = str(exc).splitlines()[0]
-        raise ScaleSimInputError(f"{p}: not a valid cfg file ({msg}); fix its syntax") from None
-    arch = "architecture_presets"
-    dataflow = _cfg_value(conf, p, arch, "Dataflow").lower()
-    if dataflow not in DATAFLOWS:
-        raise ScaleSimInputError(
-            f"{p}: [{arch}] Dataflow = {dataflow!r} is not one of {', '.join(DATAFLOWS)}"
-        )
-    array = ArrayConfig(
-        _cfg_int(conf, p, arch, "ArrayHeight"), _cfg_int(conf, p, arch, "ArrayWidth"), dataflow
-    )
-    mode = _cfg_value(conf, p, "run_presets", "InterfaceBandwidth").upper()
-    if mode not in ("CALC", "USER"):
-        raise ScaleSimInputError(
-            f"{p}: [run_presets] InterfaceBandwidth = {mode!r} is not CALC or USER; use CALC"
-        )
-    if conf.has_option("sparsity", "SparsitySupport") and (
-        conf.get("sparsity", "SparsitySupport").strip().lower() == "true"
-    ):
-        raise ScaleSimInputError(
-            f"{p}: [sparsity] SparsitySupport = true is not modelled; set it to false"
-        )
-    run_name = conf.get("general", "run_name", fallback="scale_run").strip()
-    keys = ("IfmapSramSzkB", "FilterSramSzkB", "OfmapSramSzkB")
-    sram = None
-    if all(conf.has_option(arch, key) for key in keys):
-        sram = SramSizes(*(_cfg_int(conf, p, arch, key) for key in keys))
-    return ScaleSimConfig(p, run_name, array, mode, sram)
-
-
-def _fields(line: str) -> list[str]:
-    """A CSV line's fields, stripped; SCALE-Sim's trailing comma (an empty last field) dropped."""
-    fields = [x.strip() for x in next(csv.reader(io.StringIO(line)), [])]
-    while fields and fields[-1] == "":
-        fields.pop()
-    return fields
-
-
-def _row_ints(path: str, lineno: int, fields: list[str], names: Sequence[str]) -> list[int]:
-    if len(fields) < len(names):
-        raise ScaleSimInputError(
-            f"{path}:{lineno}: {len(fields)} fields, expected {len(names)} "
-            f"({', '.join(names)}); complete the row"
-        )
-    extra = fields[len(names) :]
-    if extra and extra != ["1:1"]:
-        raise ScaleSimInputError(
-            f"{path}:{lineno}: column {len(names) + 1}: {extra[0]!r}: only dense layers "
-            f"(sparsity 1:1) are modelled; remove the extra field(s)"
-        )
-    values = []
-    for col, (raw, name) in enumerate(zip(fields[1 : len(names)], names[1:], strict=True), start=2):
-        value = _positive_int(raw)
-        if value is None:
-            raise ScaleSimInputError(
-                f"{path}:{lineno}: column {col} ({name}): {raw!r} is not an integer >= 1; "
-                "write a whole number such as 64"
-            )
-        values.append(value)
-    return values
-
-
-def _conv_layers(path: str, lineno: int, name: str, v: list[int]) -> list[SystolicLayer]:
-    ih, iw, fh, fw, ch, nf, st = v
-    for col, (f, i, what) in enumerate(((fh, ih, "Height"), (fw, iw, "Width")), start=4):
-        if f > i:
-            raise ScaleSimInputError(
-                f"{path}:{lineno}: column {col} (Filter {what}): {f} is larger than the "
-                f"IFMAP {what.lower()} {i}; a filter must fit the input"
-            )
-    if "DP" in name:  # SCALE-Sim: a depth-wise layer is one single-channel layer per channel
-        return [
-            SystolicLayer.conv(f"{name}Channel_{c}", ih, iw, fh, fw, 1, nf, st) for c in range(ch)
-        ]
-    return [SystolicLayer.conv(name, ih, iw, fh, fw, ch, nf, st)]
-
-
-def read_scalesim_topology(path: str | Path) -> list[SystolicLayer]:
-    """Read and validate a SCALE-Sim topology CSV, GEMM (``Layer,M,N,K,``) or convolution.
-
-    The kind is told by the header (4 columns: GEMM, 8: convolution); SCALE-Sim's own
-    ``-i gemm`` flag is not needed. A bad row raises with file, line and column.
-    """
-    p = str(path)
-    try:
-        with open(p) as f:
-            lines = f.read().splitlines()
-    except OSError as exc:
-        raise ScaleSimInputError(
-            f"{p}: cannot read the topology ({exc.strerror}); check the path"
-        ) from None
-    if not lines:
-        raise ScaleSimInputError(f"{p}:1: the file is empty; give a header and one row per layer")
-    header = _fields(lines[0])
-    if len(header) == len(GEMM_COLUMNS):
-        names: Sequence[str] = GEMM_COLUMNS
-    elif len(header) == len(CONV_COLUMNS):
-        names = CONV_COLUMNS
-    else:
-        raise ScaleSimInputError(
-            f"{p}:1: header has {len(header)} columns; expected 4 ({','.join(GEMM_COLUMNS)}) "
-            f"or 8 ({','.join(CONV_COLUMNS)})"
-        )
-    layers: list[SystolicLayer] = []
-    for lineno, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        fields = _fields(line)
-        if not fields or not fields[0]:
-            raise ScaleSimInputError(
-                f"{p}:{lineno}: column 1 ({names[0]}): empty; give the layer a name"
-            )
-        values = _row_ints(p, lineno, fields, names)
-        if names is GEMM_COLUMNS:
-            layers.append(SystolicLayer.gemm(fields[0], *values))
-        else:
-            layers.extend(_conv_layers(p, lineno, fields[0], values))
-    if not layers:
-        raise ScaleSimInputError(f"{p}: no layers after the header; add one row per layer")
-    return layers
+# SCALE-Sim's files (.cfg, topology .csv) are read in sim/scalesim_files.py; re-exported here
+from sim.scalesim_files import (  # noqa: E402 (it imports the layer types above)
+    ScaleSimConfig,
+    read_scalesim_config,
+    read_scalesim_topology,
+)

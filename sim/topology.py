@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from sim.errors import TopologyError, short_number, short_repr
+from sim.inputfile import read_text
 from sim.limits import MAX_CODE, MAX_INT_KEY, MAX_OP_PS, MAX_TOPOLOGY_FILE_BYTES
 from sim.pe import PE_MODELS, systolic_tile_cycles
 from sim.systolic import DATAFLOWS
@@ -42,6 +43,7 @@ __all__ = [
     "TopologyError",
     "available_topologies",
     "load_topology",
+    "topology_from_env",
 ]
 
 TOPOLOGY_DIR = Path(__file__).parent / "topologies"
@@ -630,15 +632,40 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
     from yaml import SafeLoader as _SafeBase  # type: ignore[assignment]
 
 
+class _DuplicateKey(Exception):
+    """A mapping of the file gives one key twice (YAML would silently keep the last)."""
+
+    def __init__(self, key: object, first: int, second: int) -> None:
+        super().__init__(key, first, second)
+        self.key, self.first, self.second = key, first, second
+
+
 class _Loader(_SafeBase):
     """``yaml.SafeLoader`` (libyaml's when built) with YAML 1.2 core-schema scalars.
 
     YAML 1.1 reads ``1:30`` as 90 (base 60), ``017`` as 15, ``yes`` as true and dates as
     datetimes; here those stay strings, so the validator refuses them as not a number.
     Integers of more than 30 digits are kept as text (no 5000-digit int is ever built).
+    A key given twice in one mapping is an error (:class:`_DuplicateKey`), not last-wins.
     """
 
     yaml_implicit_resolvers = {}  # noqa: RUF012 (PyYAML's own class-level table)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+        """SafeConstructor's mapping, refusing a key given twice (merge keys ``<<`` aside)."""
+        seen: dict[object, int] = {}
+        for key_node, _value in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue  # a complex key is refused by the validator; a merge may be overridden
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise _DuplicateKey(key, seen[key], line)
+                seen[key] = line
+            except TypeError:  # unhashable: SafeConstructor says so
+                continue
+        return super().construct_mapping(node, deep=deep)
 
 
 def _construct_int(loader: _SafeBase, node: yaml.Node) -> int | str:
@@ -669,6 +696,8 @@ _RESOLVERS = [
 for _tag, _regexp, _first in _RESOLVERS:
     _Loader.add_implicit_resolver(_tag, re.compile(_regexp), list(_first))
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
 _Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 
@@ -699,42 +728,15 @@ def _resolve(name_or_path: object) -> Path:
 
 
 def _read(path: Path) -> str:
-    """The file's text: UTF-8 (a BOM is fine), at most MAX_TOPOLOGY_FILE_BYTES, no NUL."""
+    """The file's text: a regular file (never a FIFO or device), UTF-8, at most 1 MiB."""
     known = f"Known topologies: {', '.join(available_topologies())}"
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_TOPOLOGY_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise TopologyError(
-            f"{path}: no such topology file. {known}; or pass a path to a .yaml file."
-        ) from None
-    except OSError as exc:
-        raise TopologyError(f"{path}: cannot be read ({exc.strerror}).") from None
-    if len(raw) > MAX_TOPOLOGY_FILE_BYTES:
-        raise TopologyError(
-            f"{path}: larger than {MAX_TOPOLOGY_FILE_BYTES >> 10} KiB, which no topology file "
-            "is; pass the right file."
-        )
-    save = "Save it as UTF-8 text."
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")) or (
-        len(raw) >= 4 and (raw[1::2][:32].count(0) > 12 or raw[0::2][:32].count(0) > 12)
-    ):
-        raise TopologyError(f"{path}: looks like UTF-16 or UTF-32 text, not UTF-8. {save}")
-    if b"\x00" in raw:
-        offset = raw.index(b"\x00")
-        raise TopologyError(
-            f"{path}: binary data, not a topology (a NUL byte at offset {offset}). "
-            f"Pass a YAML topology file. {save}"
-        )
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        bad = raw[exc.start]
-        raise TopologyError(
-            f"{path}: not UTF-8: byte 0x{bad:02x} at offset {exc.start} (line {line}); "
-            f"Latin-1 or Windows-1252 text, or a binary file? {save}"
-        ) from None
+    return read_text(
+        path,
+        what="topology file",
+        limit=MAX_TOPOLOGY_FILE_BYTES,
+        error=TopologyError,
+        hint=f"{known}; or pass a path to a .yaml file.",
+    )
 
 
 _MAX_NESTING = 32  # a topology nests two levels deep; PyYAML recurses once per level
@@ -770,7 +772,34 @@ def load_topology(name_or_path: str | Path = "npu-1h") -> Topology:
         raise TopologyError(
             f"{path}: not valid YAML (nested too deeply). Fix the syntax."
         ) from None
+    except _DuplicateKey as dup:
+        raise TopologyError(
+            f"{path}: key {short_repr(dup.key)} is given twice in one mapping (line "
+            f"{dup.first} and line {dup.second}); YAML would silently keep the last. "
+            "Remove one of them."
+        ) from None
     except Exception as exc:  # PyYAML raises YAMLError, and ValueError/KeyError from tags
         detail = short_repr(str(exc), 300)[1:-1]
         raise TopologyError(f"{path}: not valid YAML ({detail}). Fix the syntax.") from None
     return _build(data, str(path))
+
+
+TOPOLOGY_ENV = "NPUBENCH_TOPOLOGY"
+
+
+def topology_from_env(default: str = "npu-1h", variable: str = TOPOLOGY_ENV) -> Topology:
+    """The topology ``$NPUBENCH_TOPOLOGY`` names (a shipped name or a path), else ``default``.
+
+    A bad value is one :class:`TopologyError` that names the variable, its value, what is
+    wrong with the file and how to fix it (what the benches load at import).
+    """
+    value = os.environ.get(variable)
+    if value is None:
+        return load_topology(default)
+    try:
+        return load_topology(value)
+    except TopologyError as exc:
+        raise TopologyError(
+            f"{variable}={value}: {exc} Set {variable} to a shipped name or a path to a "
+            f"topology .yaml file, or unset it for the default ({default})."
+        ) from None

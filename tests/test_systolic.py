@@ -252,3 +252,39 @@ def test_user_bandwidth_mode_is_accepted_with_a_note(
     code = main(["scalesim", "-c", str(cfg), "-t", str(DATA / "gpt2.csv"), "-o", str(tmp_path)])
     assert code == 0
     assert "USER: memory stalls at the given bandwidth are NOT modelled" in capsys.readouterr().out
+
+
+def _touched_by_window(size: int, window: int, stride: int, outputs: int) -> int:
+    """Rows some window covers, window by window (what SCALE-Sim's loop adds up)."""
+    return sum(min(window, size - i * stride) for i in range(outputs) if i * stride < size)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    size=st.integers(1, 60), window=st.integers(1, 12), stride=st.integers(1, 15), data=st.data()
+)
+def test_covered_rows_in_closed_form_are_the_window_by_window_sum(
+    size: int, window: int, stride: int, data: st.DataObject
+) -> None:
+    """Non-overlapping windows (stride >= window): the closed form equals the sum it replaces,
+    for every count of windows up to past the edge (a 10**9-row input costs no loop)."""
+    from sim.systolic import _touched
+
+    stride = max(stride, window)
+    outputs = data.draw(st.integers(1, size // stride + 3))
+    assert _touched(size, window, stride, outputs) == _touched_by_window(
+        size, window, stride, outputs
+    )
+
+
+def test_the_fold_mean_past_its_exact_folds_is_the_exact_mean() -> None:
+    """Beyond EXACT_FOLDS the mean is closed form; just below, the fold-by-fold float sum
+    agrees with it to 1e-12 (same quantity, different rounding)."""
+    from sim.systolic import EXACT_FOLDS, _fold_mean
+
+    array = ArrayConfig(32, 32, "os")
+    for sr, sc in ((32 * 256 - 5, 32 * 256 - 7), (32 * 257 - 5, 32 * 256 - 7)):
+        folds = -(-sr // 32) * -(-sc // 32)
+        mean = _fold_mean(sr, sc, array, 1, 1024)
+        assert mean == pytest.approx(sr * sc / (1024 * folds), rel=1e-12)
+        assert (folds > EXACT_FOLDS) == (sr == 32 * 257 - 5)

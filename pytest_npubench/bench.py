@@ -14,14 +14,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from pytest_npubench.compare import ConfigResult
+from pytest_npubench.jsonable import flat_content as flat_content
+from pytest_npubench.jsonable import json_params as json_params
+from pytest_npubench.jsonable import json_value as json_value
+from pytest_npubench.outcome import ConfigResult
 
 Params = dict[str, Any]
 Direction = Literal["lower", "higher"]
-FiguresFn = Callable[[dict[str, "ConfigResult"], Path], Sequence[Path]]
+FiguresFn = Callable[[dict[str, ConfigResult], Path], Sequence[Path]]
 ExplainFn = Callable[[Mapping[str, float], Mapping[str, float]], Sequence[str]]
 TraceFn = Callable[[Params, Path, int], Any]
 
@@ -278,36 +280,3 @@ class Bench:
                 f"bench {self.name!r}: config ids must be unique, but {cid!r} is the id of both "
                 f"{seen[cid]!r} and {params!r}; pass config_id= to tell them apart"
             )
-
-
-def json_value(value: Any) -> Any:
-    """A JSON-friendly copy of a parameter value: tuples become lists, unknown objects strings."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): json_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_value(v) for v in value]
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    return str(value)
-
-
-def flat_content(content: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as one flat dict of dotted keys (``{"dma": {"setup_ns": 32}}`` ->
-    ``{"dma.setup_ns": 32}``), values JSON-friendly."""
-    flat: dict[str, Any] = {}
-    for key, value in content.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flat_content(value, f"{name}."))
-        else:
-            flat[name] = json_value(value)
-    return flat
-
-
-def json_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The params of a config in JSON-friendly form (for baselines and results.json)."""
-    return {name: json_value(v) for name, v in params.items()}

@@ -19,12 +19,12 @@ overrides the chip count and interconnect (``Topology.replace_chips``).
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from pytest_npubench import Bench, ConfigResult, Metric, Result
+from benches._shared import bench_topology, grid_by, topology_meta, trace_writer
+from pytest_npubench import Bench, ConfigResult, Metric, Result, Sweep
 from pytest_npubench.plotting import (
     markers,
     measured,
@@ -34,19 +34,11 @@ from pytest_npubench.plotting import (
     save,
     titled,
 )
-from sim import load_topology
-from sim.collective_model import bounds_ps, model
-from sim.kernels.allreduce import (
-    ALGORITHMS,
-    algorithms_for,
-    allreduce,
-    bus_factor,
-    collective_metrics,
-)
-from sim.topology import Topology
-from sim.trace import write_trace
+from sim import OpLog, Topology, allreduce, collective_metrics, collective_model
+from sim.collective_model import bounds_ps
+from sim.kernels.allreduce import ALGORITHMS, algorithms_for, bus_factor
 
-TOPOLOGY = load_topology(os.environ.get("NPUBENCH_TOPOLOGY", "npu-1h"))
+TOPOLOGY = bench_topology()
 
 KIB, MIB = 1024, 1024 * 1024
 SIZES = [KIB * 4**i for i in range(10)]  # 1 KiB .. 256 MiB, nccl-tests style
@@ -117,7 +109,7 @@ def run(params: dict[str, Any]) -> Result:
     size, algorithm = params["size"], params["algorithm"]
     sim_run = allreduce(topo, size, algorithm)
     got = collective_metrics(sim_run)
-    mod = model(topo, algorithm, size)
+    mod = collective_model(topo, algorithm, size)
     bounds = bounds_ps(topo, size)
     problems = []
     if sim_run.wrong:
@@ -145,27 +137,28 @@ def run(params: dict[str, Any]) -> Result:
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
 
-def trace(params: dict[str, Any], path: Path, limit: int) -> Path:
-    """Write the config's op log (one process per chip, one lane per link) as trace JSON."""
-    sim_run = allreduce(topology_for(params), params["size"], params["algorithm"])
-    return write_trace(sim_run.log, path, limit=limit, title=f"ccl[{config_id(params)}]")
+def op_log(params: dict[str, Any]) -> OpLog:
+    """The config's op log (one process per chip, one lane per link), for its trace."""
+    return allreduce(topology_for(params), params["size"], params["algorithm"]).log
+
+
+trace = trace_writer("ccl", config_id, op_log)
 
 
 def meta() -> dict[str, Any]:
     chips = TOPOLOGY.chips
-    return {
-        "topology": TOPOLOGY.name,
-        "topology_fingerprint": TOPOLOGY.fingerprint,
-        "link_bw_gbs": chips.link_bw_gbs,
-        "link_latency_ns": chips.link_latency_ns,
-        "reduce_gbs": chips.reduce_gbs,
-        "chunk_kib": chips.chunk_kib,
-        "staging_buffers": chips.staging_buffers,
-        "bytes_per_element": TOPOLOGY.bpe,
-        "torus_dims": {str(p): list(d) for p, d in TORUS_DIMS.items()},
-        "gated_chips": GATED_CHIPS,
-        "gated_sizes": {str(p): list(v) for p, v in GATED_SIZES.items()},
-    }
+    return topology_meta(
+        TOPOLOGY,
+        link_bw_gbs=chips.link_bw_gbs,
+        link_latency_ns=chips.link_latency_ns,
+        reduce_gbs=chips.reduce_gbs,
+        chunk_kib=chips.chunk_kib,
+        staging_buffers=chips.staging_buffers,
+        bytes_per_element=TOPOLOGY.bpe,
+        torus_dims={str(p): list(d) for p, d in TORUS_DIMS.items()},
+        gated_chips=GATED_CHIPS,
+        gated_sizes={str(p): list(v) for p, v in GATED_SIZES.items()},
+    )
 
 
 # --- figures ---------------------------------------------------------------------------------
@@ -187,15 +180,38 @@ ALGO_SHORT = {
 CHIP_MARKERS = {4: "^", 6: "v", 8: "o", 9: "D", 12: "P", 16: "s"}
 TIE = 0.001  # best_algorithm.png calls algorithms within 0.1 % of the fastest a tie
 TIE_COLOR = "#bbbbbb"
-Grid = dict[tuple[str, int, str, int], ConfigResult]
+#: the collective of a config without a ``collective`` axis (every config of today's sweep)
+ALLREDUCE = "allreduce"
 
 
-def _grid(results: dict[str, ConfigResult]) -> Grid:
-    return {
-        (r.params["topology"], r.params["chips"], r.params["algorithm"], r.params["size"]): r
-        for r in results.values()
-        if "time_ns" in r.metrics
-    }
+class Cell(NamedTuple):
+    """Where the figures draw a config: every parameter that tells two configs apart."""
+
+    collective: str
+    topology: str
+    chips: int
+    algorithm: str
+    size: int
+
+
+Grid = dict[Cell, ConfigResult]
+
+
+def cell(params: Mapping[str, Any]) -> Cell:
+    """The figure cell of a config's params (allreduce unless a group names its collective)."""
+    return Cell(
+        str(params.get("collective", ALLREDUCE)),
+        params["topology"],
+        params["chips"],
+        params["algorithm"],
+        params["size"],
+    )
+
+
+def figure_grid(results: Mapping[str, ConfigResult]) -> Grid:
+    """The figures' grid: every config that ran (has a time) by its :class:`Cell`; two
+    configs in one cell are an error, never a silent overwrite."""
+    return grid_by(results, lambda r: cell(r.params), keep=lambda r: "time_ns" in r.metrics)
 
 
 def _size_axis(ax: Any) -> None:
@@ -207,7 +223,7 @@ def _size_axis(ax: Any) -> None:
 
 
 def _at_chips(grid: Grid, chips: int) -> list[ConfigResult]:
-    return [r for key, r in grid.items() if key[1] == chips]
+    return [r for key, r in grid.items() if key.collective == ALLREDUCE and key.chips == chips]
 
 
 def _note(results: list[ConfigResult], what: str = "") -> str:
@@ -217,10 +233,9 @@ def _note(results: list[ConfigResult], what: str = "") -> str:
 def _series(
     grid: Grid, topology: str, chips: int, algorithm: str
 ) -> tuple[list[int], list[ConfigResult]]:
-    keys = [
-        (topology, chips, algorithm, s) for s in SIZES if (topology, chips, algorithm, s) in grid
-    ]
-    return [k[3] for k in keys], [grid[k] for k in keys]
+    keys = [Cell(ALLREDUCE, topology, chips, algorithm, s) for s in SIZES]
+    keys = [k for k in keys if k in grid]
+    return [k.size for k in keys], [grid[k] for k in keys]
 
 
 def _panels(title: str) -> tuple[Any, Any]:
@@ -235,7 +250,7 @@ def _panels(title: str) -> tuple[Any, Any]:
 def busbw_bounds(grid: Grid, topology: str) -> dict[str, float]:
     """Per algorithm on ``topology`` (at GATED_CHIPS), its own busbw bound at the largest size:
     what the algorithm could reach if its busiest resource never idled (not the link peak)."""
-    bounds = {}
+    bounds: dict[str, float] = {}
     for algorithm in algorithms_for(topology):
         _, rows = _series(grid, topology, GATED_CHIPS, algorithm)
         if rows:
@@ -311,11 +326,8 @@ def fastest(grid: Grid, topology: str, chips: int, size: int) -> dict[str, Any] 
     """The fastest algorithm(s) of one cell of best_algorithm.png: ``winners`` (every algorithm
     within TIE of the fastest: a tie when more than one), ``margin`` (how much slower the next
     algorithm is, relative; None if there is none), ``measured`` (all its configs ran now)."""
-    times = {
-        a: grid[topology, chips, a, size]
-        for a in algorithms_for(topology)
-        if (topology, chips, a, size) in grid
-    }
+    cells = {a: Cell(ALLREDUCE, topology, chips, a, size) for a in algorithms_for(topology)}
+    times = {a: grid[c] for a, c in cells.items() if c in grid}
     if not times:
         return None
     order = list(ALGORITHMS)
@@ -460,7 +472,7 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
-    grid = _grid(results)
+    grid = figure_grid(results)
     outdir.mkdir(parents=True, exist_ok=True)
     return [
         _busbw_vs_size(grid, outdir / "busbw_vs_size.png"),
@@ -496,14 +508,21 @@ CAPTIONS = {
 }
 
 
+#: one group per interconnect, each with the algorithms it can run (torus2d only on the torus)
+SWEEP = [
+    Sweep(
+        {"topology": [t], "chips": CHIPS, "algorithm": list(algorithms_for(t)), "size": SIZES},
+        gated=gated,
+    )
+    for t in TOPOLOGIES
+]
+
 BENCH = Bench(
     name="ccl",
-    sweep={"topology": TOPOLOGIES, "chips": CHIPS, "algorithm": list(ALGORITHMS), "size": SIZES},
+    sweep=SWEEP,
     run=run,
     metrics=METRICS,
     config_id=config_id,
-    exclude=lambda p: p["algorithm"] not in algorithms_for(p["topology"]),
-    regen_only=lambda p: not gated(p),
     figures=figures,
     fingerprint=lambda: TOPOLOGY.fingerprint,
     topology=TOPOLOGY.to_dict,

@@ -165,3 +165,25 @@ def test_bad_unions_fail_when_built(sweep: Any, kwargs: dict[str, Any], message:
     twice (per group and per bench) each fail at the line that builds the bench."""
     with pytest.raises((ValueError, TypeError), match=message):
         _bench(sweep, **kwargs)
+
+
+def test_the_tutorials_union_example_builds_the_configs_it_names() -> None:
+    """docs/writing-a-bench.md's union-of-sweeps example is real code: built, it lists the
+    configs and gated set its last comment names."""
+    import re
+
+    text = (ROOT / "docs" / "writing-a-bench.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "Sweep(" in b)
+    namespace: dict[str, Any] = {
+        "run": lambda p: Result(metrics={"latency_ns": 1.0}),
+        "METRICS": METRICS,
+        "TOPOLOGY": type("Topology", (), {"fingerprint": "hw"})(),
+    }
+    exec(block, namespace)
+    assert _ids(namespace["BENCH"]) == [
+        ("65536el", False),
+        ("1048576el", True),
+        ("16777216el", True),
+        ("relu-65536el", False),
+    ]
+    assert "65536el (gated), 1048576el, 16777216el (regen-only), relu-65536el (gated)" in block

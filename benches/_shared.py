@@ -42,6 +42,12 @@ def topology_meta(topo: Topology, **extra: Any) -> dict[str, Any]:
     return {"topology": topo.name, "topology_fingerprint": topo.fingerprint, **extra}
 
 
+def chips_meta(topo: Topology, **extra: Any) -> dict[str, Any]:
+    """A multi-chip bench's ``meta()``: :func:`topology_meta` and the chip-to-chip links."""
+    links = {"link_bw_gbs": topo.chips.link_bw_gbs, "link_latency_ns": topo.chips.link_latency_ns}
+    return topology_meta(topo, **links, **extra)
+
+
 def grid_by(
     results: Mapping[str, ConfigResult],
     key: Callable[[ConfigResult], Key],

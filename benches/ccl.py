@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from benches._shared import bench_topology, grid_by, topology_meta, trace_writer
+from benches._shared import bench_topology, chips_meta, grid_by, trace_writer
 from pytest_npubench import Bench, ConfigResult, Metric, Result, Sweep
 from pytest_npubench.plotting import (
     markers,
@@ -147,10 +147,8 @@ trace = trace_writer("ccl", config_id, op_log)
 
 def meta() -> dict[str, Any]:
     chips = TOPOLOGY.chips
-    return topology_meta(
+    return chips_meta(
         TOPOLOGY,
-        link_bw_gbs=chips.link_bw_gbs,
-        link_latency_ns=chips.link_latency_ns,
         reduce_gbs=chips.reduce_gbs,
         chunk_kib=chips.chunk_kib,
         staging_buffers=chips.staging_buffers,

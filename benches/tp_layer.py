@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benches._shared import bench_topology, topology_meta, trace_writer
+from benches._shared import bench_topology, chips_meta, trace_writer
 from benches._tp_figures import figure_grid as figure_grid
 from benches._tp_figures import figures
 from pytest_npubench import Bench, Metric, Result, Sweep
@@ -133,11 +133,8 @@ trace = trace_writer("tp_layer", config_id, op_log)
 
 
 def meta() -> dict[str, Any]:
-    chips = TOPOLOGY.chips
-    return topology_meta(
+    return chips_meta(
         TOPOLOGY,
-        link_bw_gbs=chips.link_bw_gbs,
-        link_latency_ns=chips.link_latency_ns,
         chunks=CHUNKS,
         gemm_variant=LayerConfig("mlp", 1, 1, "serial").variant,
         functional_max_macs=FUNCTIONAL_MAX_MACS,

@@ -127,6 +127,10 @@ class Bench:
     Every argument is checked here, and the whole sweep is expanded here, so a bad bench fails
     when its module is imported, at the line that builds it.
 
+    ``sweep`` is a dict of parameter lists (their cartesian product, first parameter slowest)
+    or a list of such dicts and :class:`Sweep` groups: their union, group after group, each
+    group with its own gate rule and ids if it says so.
+
     ``explain(current, baseline)`` returns lines saying where a regression came from (e.g. which
     stage got busier); without it, the recorded metrics that changed most are listed.
     ``trace(params, path, limit)`` writes a trace-event JSON of one config to ``path`` (at most

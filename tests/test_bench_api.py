@@ -103,6 +103,8 @@ def test_a_union_lists_each_groups_product_in_group_order() -> None:
     bench = _bench([{"size": [1, 2], "algo": ["ring"]}, {"collective": ["ag"], "size": [3]}])
     assert _ids(bench) == [("1-ring", False), ("2-ring", False), ("ag-3", False)]
     assert bench.config("ag-3").params == {"collective": "ag", "size": 3}
+    assert [g.axes for g in bench.groups] == bench.sweep
+    assert len(_bench({"size": [1]}).groups) == 1
 
 
 def test_each_group_has_its_own_gated_rule() -> None:

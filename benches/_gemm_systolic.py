@@ -51,7 +51,7 @@ def id_suffix(params: Mapping[str, Any]) -> str:
     return "" if pe_model(params) == "tile" else "-systolic"
 
 
-def tile_results(results: dict[str, ConfigResult]) -> dict[str, ConfigResult]:
+def tile_results(results: Mapping[str, ConfigResult]) -> dict[str, ConfigResult]:
     """The tile-PE configs only (the other figures are about them)."""
     return {cid: r for cid, r in results.items() if pe_model(r.params) == "tile"}
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benches._shared import grid_by
 from pytest_npubench import ConfigResult
 from pytest_npubench.plotting import (
     REUSED_ALPHA,
@@ -29,14 +30,16 @@ FIG_TP = 8
 TIMELINE = {"layer": "attn", "hidden": 4096, "tokens": 512, "tp": 4, "topology": "ring"}
 
 
-def _grid(results: Mapping[str, ConfigResult]) -> Grid:
-    out: Grid = {}
-    for r in results.values():
-        p = r.params
-        if "latency_ns" in r.metrics:
-            key = (p["layer"], p["hidden"], p["tokens"], p["tp"], p["topology"], p["mode"])
-            out[key] = r
-    return out
+def cell(params: Mapping[str, Any]) -> Key:
+    """Where the figures draw a config: every axis of the sweep."""
+    p = params
+    return (p["layer"], p["hidden"], p["tokens"], p["tp"], p["topology"], p["mode"])
+
+
+def figure_grid(results: Mapping[str, ConfigResult]) -> Grid:
+    """The figures' grid: every config that ran (has a latency) by its cell; two configs in
+    one cell are an error, never a silent overwrite."""
+    return grid_by(results, lambda r: cell(r.params), keep=lambda r: "latency_ns" in r.metrics)
 
 
 def _note(grid: Grid, topo: Topology) -> str:
@@ -280,7 +283,7 @@ def figures(
     import matplotlib
 
     matplotlib.use("Agg")
-    grid = _grid(results)
+    grid = figure_grid(results)
     outdir.mkdir(parents=True, exist_ok=True)
     return [
         _breakdown(grid, topo, outdir / "time_breakdown.png"),

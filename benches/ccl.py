@@ -7,9 +7,9 @@ by x4. Gated (:func:`gated`, every algorithm x topology): 8 chips at 4 KiB, 256 
 chips (not a power of two: the halving-doubling fold, a 2 x 3 torus) and 9 chips (odd: the
 shifted second tree, a 3 x 3 torus whose ring order needs a wrap link) at 1 MiB. The rest
 is regen-only: a normal run draws its figures from the baseline values. Each config
-simulates one allreduce (``sim.kernels.allreduce``), checks
+simulates one allreduce (``sim.collectives``), checks
 it like nccl-tests (``#wrong`` from a replay of the op log must be 0) and against lower
-bounds no allreduce can beat, and sets the analytic model (``sim.collective_model``) beside
+bounds no allreduce can beat, and sets the analytic model (``sim.collectives.model``) beside
 it. Byte and record counters are gated exactly (tolerance 0), the time at 0.1 %.
 Bandwidths follow nccl-tests: ``algbw = bytes / time``, ``busbw = algbw * 2(p-1)/p``,
 GB = 1e9 bytes. Everything hardware comes from the topology file; the sweep only
@@ -19,11 +19,12 @@ overrides the chip count and interconnect (``Topology.replace_chips``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from pytest_npubench import Bench, ConfigResult, Metric, Result
+from benches._shared import bench_topology, chips_meta, grid_by, trace_writer
+from pytest_npubench import Bench, ConfigResult, Metric, Result, Sweep
 from pytest_npubench.plotting import (
     markers,
     measured,
@@ -33,19 +34,10 @@ from pytest_npubench.plotting import (
     save,
     titled,
 )
-from sim.collectives import (
-    ALGORITHMS,
-    algorithms_for,
-    allreduce,
-    bounds_ps,
-    bus_factor,
-    collective_metrics,
-)
-from sim.collectives.model import model
-from sim.topology import Topology, topology_from_env
-from sim.trace import write_trace
+from sim import OpLog, Topology, allreduce, collective_metrics, collective_model
+from sim.collectives import ALGORITHMS, algorithms_for, bounds_ps, bus_factor
 
-TOPOLOGY = topology_from_env()  # $NPUBENCH_TOPOLOGY, else npu-1h
+TOPOLOGY = bench_topology()
 
 KIB, MIB = 1024, 1024 * 1024
 SIZES = [KIB * 4**i for i in range(10)]  # 1 KiB .. 256 MiB, nccl-tests style
@@ -116,7 +108,7 @@ def run(params: dict[str, Any]) -> Result:
     size, algorithm = params["size"], params["algorithm"]
     sim_run = allreduce(topo, size, algorithm)
     got = collective_metrics(sim_run)
-    mod = model(topo, algorithm, size)
+    mod = collective_model(topo, algorithm, size)
     bounds = bounds_ps(topo, size)
     problems = []
     if sim_run.wrong:
@@ -144,27 +136,26 @@ def run(params: dict[str, Any]) -> Result:
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
 
-def trace(params: dict[str, Any], path: Path, limit: int) -> Path:
-    """Write the config's op log (one process per chip, one lane per link) as trace JSON."""
-    sim_run = allreduce(topology_for(params), params["size"], params["algorithm"])
-    return write_trace(sim_run.log, path, limit=limit, title=f"ccl[{config_id(params)}]")
+def op_log(params: dict[str, Any]) -> OpLog:
+    """The config's op log (one process per chip, one lane per link), for its trace."""
+    return allreduce(topology_for(params), params["size"], params["algorithm"]).log
+
+
+trace = trace_writer("ccl", config_id, op_log)
 
 
 def meta() -> dict[str, Any]:
     chips = TOPOLOGY.chips
-    return {
-        "topology": TOPOLOGY.name,
-        "topology_fingerprint": TOPOLOGY.fingerprint,
-        "link_bw_gbs": chips.link_bw_gbs,
-        "link_latency_ns": chips.link_latency_ns,
-        "reduce_gbs": chips.reduce_gbs,
-        "chunk_kib": chips.chunk_kib,
-        "staging_buffers": chips.staging_buffers,
-        "bytes_per_element": TOPOLOGY.bpe,
-        "torus_dims": {str(p): list(d) for p, d in TORUS_DIMS.items()},
-        "gated_chips": GATED_CHIPS,
-        "gated_sizes": {str(p): list(v) for p, v in GATED_SIZES.items()},
-    }
+    return chips_meta(
+        TOPOLOGY,
+        reduce_gbs=chips.reduce_gbs,
+        chunk_kib=chips.chunk_kib,
+        staging_buffers=chips.staging_buffers,
+        bytes_per_element=TOPOLOGY.bpe,
+        torus_dims={str(p): list(d) for p, d in TORUS_DIMS.items()},
+        gated_chips=GATED_CHIPS,
+        gated_sizes={str(p): list(v) for p, v in GATED_SIZES.items()},
+    )
 
 
 # --- figures ---------------------------------------------------------------------------------
@@ -186,15 +177,38 @@ ALGO_SHORT = {
 CHIP_MARKERS = {4: "^", 6: "v", 8: "o", 9: "D", 12: "P", 16: "s"}
 TIE = 0.001  # best_algorithm.png calls algorithms within 0.1 % of the fastest a tie
 TIE_COLOR = "#bbbbbb"
-Grid = dict[tuple[str, int, str, int], ConfigResult]
+#: the collective of a config without a ``collective`` axis (every config of today's sweep)
+ALLREDUCE = "allreduce"
 
 
-def _grid(results: dict[str, ConfigResult]) -> Grid:
-    return {
-        (r.params["topology"], r.params["chips"], r.params["algorithm"], r.params["size"]): r
-        for r in results.values()
-        if "time_ns" in r.metrics
-    }
+class Cell(NamedTuple):
+    """Where the figures draw a config: every parameter that tells two configs apart."""
+
+    collective: str
+    topology: str
+    chips: int
+    algorithm: str
+    size: int
+
+
+Grid = dict[Cell, ConfigResult]
+
+
+def cell(params: Mapping[str, Any]) -> Cell:
+    """The figure cell of a config's params (allreduce unless a group names its collective)."""
+    return Cell(
+        str(params.get("collective", ALLREDUCE)),
+        params["topology"],
+        params["chips"],
+        params["algorithm"],
+        params["size"],
+    )
+
+
+def figure_grid(results: Mapping[str, ConfigResult]) -> Grid:
+    """The figures' grid: every config that ran (has a time) by its :class:`Cell`; two
+    configs in one cell are an error, never a silent overwrite."""
+    return grid_by(results, lambda r: cell(r.params), keep=lambda r: "time_ns" in r.metrics)
 
 
 def _size_axis(ax: Any) -> None:
@@ -206,7 +220,7 @@ def _size_axis(ax: Any) -> None:
 
 
 def _at_chips(grid: Grid, chips: int) -> list[ConfigResult]:
-    return [r for key, r in grid.items() if key[1] == chips]
+    return [r for key, r in grid.items() if key.collective == ALLREDUCE and key.chips == chips]
 
 
 def _note(results: list[ConfigResult], what: str = "") -> str:
@@ -216,10 +230,9 @@ def _note(results: list[ConfigResult], what: str = "") -> str:
 def _series(
     grid: Grid, topology: str, chips: int, algorithm: str
 ) -> tuple[list[int], list[ConfigResult]]:
-    keys = [
-        (topology, chips, algorithm, s) for s in SIZES if (topology, chips, algorithm, s) in grid
-    ]
-    return [k[3] for k in keys], [grid[k] for k in keys]
+    keys = [Cell(ALLREDUCE, topology, chips, algorithm, s) for s in SIZES]
+    keys = [k for k in keys if k in grid]
+    return [k.size for k in keys], [grid[k] for k in keys]
 
 
 def _panels(title: str) -> tuple[Any, Any]:
@@ -234,7 +247,7 @@ def _panels(title: str) -> tuple[Any, Any]:
 def busbw_bounds(grid: Grid, topology: str) -> dict[str, float]:
     """Per algorithm on ``topology`` (at GATED_CHIPS), its own busbw bound at the largest size:
     what the algorithm could reach if its busiest resource never idled (not the link peak)."""
-    bounds = {}
+    bounds: dict[str, float] = {}
     for algorithm in algorithms_for(topology):
         _, rows = _series(grid, topology, GATED_CHIPS, algorithm)
         if rows:
@@ -310,11 +323,8 @@ def fastest(grid: Grid, topology: str, chips: int, size: int) -> dict[str, Any] 
     """The fastest algorithm(s) of one cell of best_algorithm.png: ``winners`` (every algorithm
     within TIE of the fastest: a tie when more than one), ``margin`` (how much slower the next
     algorithm is, relative; None if there is none), ``measured`` (all its configs ran now)."""
-    times = {
-        a: grid[topology, chips, a, size]
-        for a in algorithms_for(topology)
-        if (topology, chips, a, size) in grid
-    }
+    cells = {a: Cell(ALLREDUCE, topology, chips, a, size) for a in algorithms_for(topology)}
+    times = {a: grid[c] for a, c in cells.items() if c in grid}
     if not times:
         return None
     order = list(ALGORITHMS)
@@ -459,7 +469,7 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
-    grid = _grid(results)
+    grid = figure_grid(results)
     outdir.mkdir(parents=True, exist_ok=True)
     return [
         _busbw_vs_size(grid, outdir / "busbw_vs_size.png"),
@@ -495,14 +505,21 @@ CAPTIONS = {
 }
 
 
+#: one group per interconnect, each with the algorithms it can run (torus2d only on the torus)
+SWEEP = [
+    Sweep(
+        {"topology": [t], "chips": CHIPS, "algorithm": list(algorithms_for(t)), "size": SIZES},
+        gated=gated,
+    )
+    for t in TOPOLOGIES
+]
+
 BENCH = Bench(
     name="ccl",
-    sweep={"topology": TOPOLOGIES, "chips": CHIPS, "algorithm": list(ALGORITHMS), "size": SIZES},
+    sweep=SWEEP,
     run=run,
     metrics=METRICS,
     config_id=config_id,
-    exclude=lambda p: p["algorithm"] not in algorithms_for(p["topology"]),
-    regen_only=lambda p: not gated(p),
     figures=figures,
     fingerprint=lambda: TOPOLOGY.fingerprint,
     topology=TOPOLOGY.to_dict,

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from benches import _gemm_systolic as systolic
-from pytest_npubench import Bench, ConfigResult, Metric, Result
+from benches._shared import bench_topology, grid_by, topology_meta, trace_writer
+from pytest_npubench import Bench, ConfigResult, Metric, Result, Sweep
 from pytest_npubench.plotting import (
     REUSED_ALPHA,
     bars,
@@ -26,17 +27,13 @@ from pytest_npubench.plotting import (
     time_unit,
     titled,
 )
-from sim import gemm_metrics
-from sim.gemm.check import check_coverage
+from sim import VARIANTS, GemmShape, OpLog, check_coverage, gemm_metrics, roofline_tflops
+from sim import run_gemm as simulate_gemm
 from sim.gemm.datacheck import DataCheckError, check_gemm_data
 from sim.gemm.layout import STAGES
-from sim.gemm.model import roofline_tflops
-from sim.gemm.run import run_gemm as simulate_gemm
-from sim.gemm.shape import VARIANTS, GemmShape, TilePlan
-from sim.topology import topology_from_env
-from sim.trace import write_trace
+from sim.gemm.shape import TilePlan
 
-TOPOLOGY = topology_from_env()  # $NPUBENCH_TOPOLOGY, else npu-1h
+TOPOLOGY = bench_topology()
 
 Shape = tuple[int, int, int]
 GATED: list[Shape] = [
@@ -70,9 +67,9 @@ LATENCY_TOLERANCE = 0.001
 
 def _metric_spec() -> dict[str, Metric]:
     """Exact counters gated at 0, times at the latency tolerance, the rest recorded only."""
-    info = {"gate": False}
-    exact = {"tolerance": 0.0, "gate": True}
-    timed = {"tolerance": LATENCY_TOLERANCE, "gate": True}
+    info: dict[str, Any] = {"gate": False}
+    exact: dict[str, Any] = {"tolerance": 0.0, "gate": True}
+    timed: dict[str, Any] = {"tolerance": LATENCY_TOLERANCE, "gate": True}
     spec = {
         "latency_ns": Metric("ns", "lower", **timed),
         "composite_window_ns": Metric("ns", "lower", **info),
@@ -186,22 +183,23 @@ def explain(current: Mapping[str, float], baseline: Mapping[str, float]) -> list
     return lines
 
 
-def trace(params: dict[str, Any], path: Path, limit: int) -> Path:
-    """Write the config's op log as Chrome trace-event JSON (merged above ``limit`` events)."""
+def op_log(params: dict[str, Any]) -> OpLog:
+    """The config's op log, for its trace."""
     topo = systolic.topology_for(params, TOPOLOGY)
-    sim_run = simulate_gemm(GemmShape(*params["shape"]), params["variant"], topo)
-    return write_trace(sim_run.log, path, limit=limit, title=f"gemm[{config_id(params)}]")
+    return simulate_gemm(GemmShape(*params["shape"]), params["variant"], topo).log
+
+
+trace = trace_writer("gemm", config_id, op_log)
 
 
 def meta() -> dict[str, Any]:
     pe = TOPOLOGY.pe
-    return {
-        "topology": TOPOLOGY.name,
-        "topology_fingerprint": TOPOLOGY.fingerprint,
-        "tile_mkn": [pe.tile_m, pe.tile_k, pe.tile_n],
-        "bytes_per_element": TOPOLOGY.bpe,
-        "functional_check_max_tile_ops": FUNCTIONAL_MAX_TILE_OPS,
-    }
+    return topology_meta(
+        TOPOLOGY,
+        tile_mkn=[pe.tile_m, pe.tile_k, pe.tile_n],
+        bytes_per_element=TOPOLOGY.bpe,
+        functional_check_max_tile_ops=FUNCTIONAL_MAX_TILE_OPS,
+    )
 
 
 # --- figures ---------------------------------------------------------------------------------
@@ -225,12 +223,23 @@ def _shape_label(shape: Shape, newline: bool = True) -> str:
     return label
 
 
-def _by_shape(results: dict[str, ConfigResult]) -> Grid:
-    """Results per shape then variant; shapes by M*K*N (smallest first), the figures' order."""
+def figure_grid(results: Mapping[str, ConfigResult]) -> Grid:
+    """The tile-PE results (what the four figures draw; systolic_vs_tile.png draws the
+    others) per shape then variant, shapes by M*K*N (smallest first), the figures' order.
+    Two results in one cell are an error, never a silent overwrite."""
+    cells = grid_by(
+        systolic.tile_results(results),
+        lambda r: (_shape(r), r.params["variant"], systolic.pe_model(r.params)),
+    )
     grid: Grid = {}
-    for res in results.values():
-        grid.setdefault(tuple(res.params["shape"]), {})[res.params["variant"]] = res
+    for (shape, variant, _), res in cells.items():
+        grid.setdefault(shape, {})[variant] = res
     return dict(sorted(grid.items(), key=lambda kv: (kv[0][0] * kv[0][1] * kv[0][2], kv[0])))
+
+
+def _shape(result: ConfigResult) -> Shape:
+    m, k, n = result.params["shape"]
+    return (m, k, n)
 
 
 def _all(grid: Grid) -> list[ConfigResult]:
@@ -246,7 +255,7 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
-    grid = _by_shape(systolic.tile_results(results))
+    grid = figure_grid(results)
     outdir.mkdir(parents=True, exist_ok=True)
     pe_models = systolic.systolic_vs_tile(results, TOPOLOGY, outdir / "systolic_vs_tile.png")
     if not grid:  # only systolic-PE configs were selected (-k systolic)
@@ -317,10 +326,13 @@ def _stage_breakdown(grid: Grid, path: Path) -> Path:
         ax.tick_params(axis="y", labelsize=8)
     for ax in list(axes.flat)[len(shapes) :]:
         ax.axis("off")
+    from matplotlib.artist import Artist
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Line2D([], [], color="black", linewidth=1.5, label="end-to-end latency")]
+    handles: list[Artist] = [
+        Line2D([], [], color="black", linewidth=1.5, label="end-to-end latency")
+    ]
     handles += [Patch(color=STAGE_COLORS[s], label=f"{STAGE_NAMES[s]} busy") for s in STAGES]
     handles += [Patch(color="gray", alpha=REUSED_ALPHA, label="pale: reused from the baseline")]
     height = 3.0 * rows + 1.2
@@ -528,12 +540,12 @@ def _roofline(grid: Grid, path: Path) -> Path:
     points = _all(grid)
     ai = [r.metrics["arith_intensity_flop_per_byte"] for r in points]
     lo, hi = min(ai) / 2, max(ai) * 2
-    xs = np.geomspace(lo, hi, 200)
+    roof_xs = np.geomspace(lo, hi, 200)
     compute_roof = 2 * TOPOLOGY.pe.peak_macs_per_ns / 1000
     bw = float(TOPOLOGY.hbm.bw)
-    ax.plot(xs, [roofline_tflops(TOPOLOGY, x) for x in xs], color="black", linewidth=2)
+    ax.plot(roof_xs, [roofline_tflops(TOPOLOGY, x) for x in roof_xs], color="black", linewidth=2)
     ax.axhline(compute_roof, color="grey", linestyle=":")
-    ax.plot(xs, bw * xs / 1000, color="grey", linestyle="--")
+    ax.plot(roof_xs, bw * roof_xs / 1000, color="grey", linestyle="--")
     for variant in VARIANTS:
         for under in (False, True):
             sel = [
@@ -632,14 +644,21 @@ CAPTIONS = {
 }
 
 
+#: the cheap shapes gated, then the heavy ones regen-only; each shape x variant x PE model
+#: (exclude= keeps a mode shape's variant and the systolic PE's pairs: they sit between the
+#: other variants of their shape, where a group of their own could not list them)
+SWEEP = [
+    Sweep({"shape": shapes, "variant": list(VARIANTS), "pe": list(systolic.PE_MODELS)}, gated=g)
+    for shapes, g in ((GATED, True), (REGEN_ONLY, False))
+]
+
 BENCH = Bench(
     name="gemm",
-    sweep={"shape": GATED + REGEN_ONLY, "variant": list(VARIANTS), "pe": list(systolic.PE_MODELS)},
+    sweep=SWEEP,
     run=run,
     metrics=METRICS,
     config_id=config_id,
     exclude=excluded,
-    regen_only=lambda p: tuple(p["shape"]) in REGEN_ONLY,
     figures=figures,
     fingerprint=lambda: TOPOLOGY.fingerprint,
     topology=TOPOLOGY.to_dict,

@@ -1,18 +1,18 @@
 """The tp_layer bench: tensor-parallel MLP and attention-output layers, GEMMs and collectives
 on the same chips, with and without overlap (issue 15, docs/adr/0014-tensor-parallel-layer.md).
 
-Sweep: layer (``mlp``, ``attn``) x hidden 4096 / 8192 x tokens 128 .. 8192 x TP degree 2, 4, 8
-x interconnect (ring, switch, fully connected) x mode (``serial``, ``gemm_ar``, ``ag_rs``),
-plus hidden 128 at 128 tokens, where the op log is replayed on integer matrices and every
-chip's output must equal the unsharded ``X @ W1 @ W2`` exactly.
+Sweep, per layer (``mlp``, ``attn``), two groups of TP degree 2, 4, 8 x interconnect (ring,
+switch, fully connected) x mode (``serial``, ``gemm_ar``, ``ag_rs``): hidden 128 at 128
+tokens, where the op log is replayed on integer matrices and every chip's output must equal
+the unsharded ``X @ W1 @ W2`` exactly; and hidden 4096 / 8192 x tokens 128 .. 8192.
 
-Gated (:func:`gated`): every layer x mode x topology at hidden 128 (data replayed; TP 2, 4,
-8 on the ring, TP 4 elsewhere) and at hidden 4096, 512 tokens, TP 4; the rest is
-regen-only. Each config runs the layer, its GEMMs alone and its collectives alone
-(``sim.kernels.tp_layer.run_layer``) and checks that no mode beats the bound
-``max(compute, communication)`` and that ``serial`` is their sum within 1 %. Counters are
-gated exactly (tolerance 0), times at 0.1 %. Everything hardware comes from the topology
-file; the sweep only overrides the chip count and interconnect.
+Each group has its own gated configs: every layer x mode x topology at hidden 128 (TP 2, 4,
+8 on the ring, TP 4 elsewhere: :func:`gated_functional`) and at hidden 4096, 512 tokens,
+TP 4 (:func:`gated_real`); the rest is regen-only. Each config runs the layer, its GEMMs
+alone and its collectives alone (``sim.run_layer``) and checks that no mode
+beats the bound ``max(compute, communication)`` and that ``serial`` is their sum within 1 %.
+Counters are gated exactly (tolerance 0), times at 0.1 %. Everything hardware comes from the
+topology file; the sweep only overrides the chip count and interconnect.
 """
 
 from __future__ import annotations
@@ -21,18 +21,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benches._shared import bench_topology, chips_meta, trace_writer
+from benches._tp_figures import figure_grid as figure_grid
 from benches._tp_figures import figures
-from pytest_npubench import Bench, Metric, Result
-from sim.topology import Topology, topology_from_env
-from sim.tp.config import LAYERS, MODES, LayerConfig
-from sim.tp.datacheck import check_layer_data
-from sim.tp.metrics import layer_metrics
-from sim.tp.run import run_layer as simulate_layer_run
-from sim.trace import write_trace
+from pytest_npubench import Bench, Metric, Result, Sweep
+from sim import LayerConfig, OpLog, Topology, check_layer_data, layer_metrics
+from sim import run_layer as simulate_layer_run
+from sim.tp.config import LAYERS, MODES
 
-TOPOLOGY = topology_from_env()  # $NPUBENCH_TOPOLOGY, else npu-1h
+TOPOLOGY = bench_topology()
 
-HIDDEN = [128, 4096, 8192]
+REAL_HIDDEN = [4096, 8192]
 TOKENS = [128, 512, 2048, 8192]
 TP = [2, 4, 8]
 TOPOLOGIES = ["ring", "switch", "fully_connected"]
@@ -44,26 +43,22 @@ SERIAL_SUM_TOLERANCE = 0.01  # serial = compute alone + communication alone, wit
 TIME_TOLERANCE = 0.001
 
 
-def gated(params: dict[str, Any]) -> bool:
-    """Gated: hidden 128 (data replayed) at TP 2, 4 and 8 on the ring and TP 4 on the others,
-    and hidden 4096 at 512 tokens on 4 chips; every layer x mode x topology in both."""
-    if params["hidden"] == FUNCTIONAL_HIDDEN:
-        return params["topology"] == "ring" or params["tp"] == 4
+def gated_functional(params: dict[str, Any]) -> bool:
+    """Gated at hidden 128 (data replayed): TP 2, 4 and 8 on the ring, TP 4 on the others."""
+    return bool(params["topology"] == "ring" or params["tp"] == 4)
+
+
+def gated_real(params: dict[str, Any]) -> bool:
+    """Gated at a real hidden size: hidden 4096 at 512 tokens on 4 chips."""
     return all(params[k] == v for k, v in GATED_REAL.items())
-
-
-def excluded(params: dict[str, Any]) -> bool:
-    """Hidden 128 exists for the data replay: one token count only."""
-    return params["hidden"] == FUNCTIONAL_HIDDEN and params["tokens"] != TOKENS[0]
 
 
 _INFO = {"gate": False}
 _EXACT = Metric("1", "lower")
-_TIMED = {"tolerance": TIME_TOLERANCE}
 METRICS = {
-    "latency_ns": Metric("ns", "lower", **_TIMED),
-    "compute_ns": Metric("ns", "lower", **_TIMED),
-    "comm_ns": Metric("ns", "lower", **_TIMED),
+    "latency_ns": Metric("ns", "lower", tolerance=TIME_TOLERANCE),
+    "compute_ns": Metric("ns", "lower", tolerance=TIME_TOLERANCE),
+    "comm_ns": Metric("ns", "lower", tolerance=TIME_TOLERANCE),
     "exposed_comm_ns": Metric("ns", "lower", **_INFO),
     "overlap_eff": Metric("1", "higher", **_INFO),
     "bound_ns": Metric("ns", "lower", **_INFO),
@@ -101,7 +96,7 @@ def layer_config(params: dict[str, Any]) -> LayerConfig:
 
 def _macs(params: dict[str, Any]) -> int:
     t, h = params["tokens"], params["hidden"]
-    return t * h * 4 * h * 2 if params["layer"] == "mlp" else t * h * h
+    return int(t * h * 4 * h * 2 if params["layer"] == "mlp" else t * h * h)
 
 
 def run(params: dict[str, Any]) -> Result:
@@ -129,24 +124,22 @@ def run(params: dict[str, Any]) -> Result:
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
 
-def trace(params: dict[str, Any], path: Path, limit: int) -> Path:
-    """Write the layer's joint op log (one process per chip) as trace-event JSON."""
-    sim_run = simulate_layer_run(layer_config(params), topology_for(params))
-    return write_trace(sim_run.log, path, limit=limit, title=f"tp_layer[{config_id(params)}]")
+def op_log(params: dict[str, Any]) -> OpLog:
+    """The layer's joint op log (one process per chip), for its trace."""
+    return simulate_layer_run(layer_config(params), topology_for(params)).log
+
+
+trace = trace_writer("tp_layer", config_id, op_log)
 
 
 def meta() -> dict[str, Any]:
-    chips = TOPOLOGY.chips
-    return {
-        "topology": TOPOLOGY.name,
-        "topology_fingerprint": TOPOLOGY.fingerprint,
-        "link_bw_gbs": chips.link_bw_gbs,
-        "link_latency_ns": chips.link_latency_ns,
-        "chunks": CHUNKS,
-        "gemm_variant": LayerConfig("mlp", 1, 1, "serial").variant,
-        "functional_max_macs": FUNCTIONAL_MAX_MACS,
-        "gated_real": GATED_REAL,
-    }
+    return chips_meta(
+        TOPOLOGY,
+        chunks=CHUNKS,
+        gemm_variant=LayerConfig("mlp", 1, 1, "serial").variant,
+        functional_max_macs=FUNCTIONAL_MAX_MACS,
+        gated_real=GATED_REAL,
+    )
 
 
 def cost(params: dict[str, Any]) -> float:
@@ -169,21 +162,24 @@ def _figures(results: Any, outdir: Path) -> Sequence[Path]:
     return figures(results, outdir, TOPOLOGY, topology_for, layer_config)
 
 
+def _sweep(layer: str) -> list[Sweep]:
+    """A layer's two groups: hidden 128 at one token count (the data replay), then the real
+    hidden sizes at every token count; each with its own gated configs."""
+    rest: dict[str, Sequence[Any]] = {"tp": TP, "topology": TOPOLOGIES, "mode": list(MODES)}
+    functional: dict[str, Sequence[Any]] = {"hidden": [FUNCTIONAL_HIDDEN], "tokens": TOKENS[:1]}
+    real: dict[str, Sequence[Any]] = {"hidden": REAL_HIDDEN, "tokens": TOKENS}
+    return [
+        Sweep({"layer": [layer], **functional, **rest}, gated=gated_functional),
+        Sweep({"layer": [layer], **real, **rest}, gated=gated_real),
+    ]
+
+
 BENCH = Bench(
     name="tp_layer",
-    sweep={
-        "layer": list(LAYERS),
-        "hidden": HIDDEN,
-        "tokens": TOKENS,
-        "tp": TP,
-        "topology": TOPOLOGIES,
-        "mode": list(MODES),
-    },
+    sweep=[group for layer in LAYERS for group in _sweep(layer)],  # layer by layer
     run=run,
     metrics=METRICS,
     config_id=config_id,
-    exclude=excluded,
-    regen_only=lambda p: not gated(p),
     figures=_figures,
     fingerprint=lambda: TOPOLOGY.fingerprint,
     topology=TOPOLOGY.to_dict,

@@ -1,13 +1,13 @@
 """pytest-npubench: the pytest plugin half (bench API, baselines, regression gate, artifacts).
 
-Bench modules use :class:`Bench`, :class:`Metric` and :class:`Result`; hooks and figure
-functions receive :class:`ConfigResult` objects, and ``pytest_npubench_compare`` returns a
-:class:`Comparison`.
+Bench modules use :class:`Bench`, :class:`Sweep`, :class:`Metric` and :class:`Result`; hooks
+and figure functions receive :class:`ConfigResult` objects, and ``pytest_npubench_compare``
+returns a :class:`Comparison`.
 """
 
 from __future__ import annotations
 
-from pytest_npubench.bench import Bench, BenchConfig, Metric, Result
+from pytest_npubench.bench import Bench, BenchConfig, Metric, Result, Sweep
 from pytest_npubench.compare import Comparison, ConfigResult
 
-__all__ = ["Bench", "BenchConfig", "Comparison", "ConfigResult", "Metric", "Result"]
+__all__ = ["Bench", "BenchConfig", "Comparison", "ConfigResult", "Metric", "Result", "Sweep"]

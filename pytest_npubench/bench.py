@@ -1,8 +1,9 @@
 """The bench API: what a bench module declares, validated eagerly in the constructors.
 
-A bench is a name, a sweep (the cartesian product of named parameter lists), a run function
-that turns one point of the sweep into a :class:`Result`, and the :class:`Metric` spec of what
-the result measures. This module knows nothing of pytest: it is plain data plus validation.
+A bench is a name, a sweep (the cartesian product of named parameter lists, or a union of
+such products, each a :class:`Sweep` with its own gate rule), a run function that turns one
+point of the sweep into a :class:`Result`, and the :class:`Metric` spec of what the result
+measures. This module knows nothing of pytest: it is plain data plus validation.
 """
 
 from __future__ import annotations
@@ -14,16 +15,19 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from pytest_npubench.compare import ConfigResult
+from pytest_npubench.jsonable import flat_content as flat_content
+from pytest_npubench.jsonable import json_params as json_params
+from pytest_npubench.jsonable import json_value as json_value
+from pytest_npubench.outcome import ConfigResult
 
 Params = dict[str, Any]
 Direction = Literal["lower", "higher"]
-FiguresFn = Callable[[dict[str, "ConfigResult"], Path], Sequence[Path]]
+FiguresFn = Callable[[dict[str, ConfigResult], Path], Sequence[Path]]
 ExplainFn = Callable[[Mapping[str, float], Mapping[str, float]], Sequence[str]]
 TraceFn = Callable[[Params, Path, int], Any]
+Axes = Mapping[str, Sequence[Any]]
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 RESERVED_NAMES = frozenset({"all"})
@@ -93,12 +97,39 @@ def _default_config_id(params: Params) -> str:
     return "-".join(str(v) for v in params.values())
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """One group of a bench's sweep: the cartesian product of ``axes``, first axis slowest.
+
+    ``gated`` says which of the group's configs run in every gated run: ``True`` (all),
+    ``False`` (none: all regen-only) or a predicate on a config's params; ``None`` leaves it
+    to the bench's ``regen_only=`` (default: all gated). ``config_id`` names the group's
+    configs (default: the bench's ``config_id=``). A bench's ``sweep=`` is one dict of axes
+    (one group, gated by ``regen_only=``), one :class:`Sweep`, or a list of them: the union,
+    listed group after group.
+    """
+
+    axes: Axes
+    gated: bool | Callable[[Params], bool] | None = None
+    config_id: Callable[[Params], str] | None = None
+
+    def is_gated(self, params: Params) -> bool | None:
+        """Whether this group gates ``params``; None if the group leaves it to the bench."""
+        if self.gated is None or isinstance(self.gated, bool):
+            return self.gated
+        return bool(self.gated(dict(params)))
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Bench:
     """A parameter sweep of one kernel; each config becomes one pytest item.
 
     Every argument is checked here, and the whole sweep is expanded here, so a bad bench fails
     when its module is imported, at the line that builds it.
+
+    ``sweep`` is a dict of parameter lists (their cartesian product, first parameter slowest)
+    or a list of such dicts and :class:`Sweep` groups: their union, group after group, each
+    group with its own gate rule and ids if it says so.
 
     ``explain(current, baseline)`` returns lines saying where a regression came from (e.g. which
     stage got busier); without it, the recorded metrics that changed most are listed.
@@ -112,7 +143,7 @@ class Bench:
     """
 
     name: str
-    sweep: Mapping[str, Sequence[Any]]
+    sweep: Axes | Sweep | Sequence[Axes | Sweep]
     run: Callable[[Params], Result]
     metrics: Mapping[str, Metric]
     fingerprint: Callable[[], str]
@@ -127,6 +158,7 @@ class Bench:
     topology: Callable[[], Mapping[str, Any]] | None = None
     captions: Mapping[str, str] | None = None
     cost: Callable[[Params], float] | None = None
+    _groups: tuple[Sweep, ...] = field(init=False, repr=False)
     _configs: tuple[BenchConfig, ...] = field(init=False, repr=False)
     _by_id: dict[str, BenchConfig] = field(init=False, repr=False)
 
@@ -134,9 +166,15 @@ class Bench:
         self._check_name()
         self._check_callables()
         self._check_metrics()
+        object.__setattr__(self, "_groups", self._sweep_groups())
         configs = self._expand()
         object.__setattr__(self, "_configs", configs)
         object.__setattr__(self, "_by_id", {c.config_id: c for c in configs})
+
+    @property
+    def groups(self) -> tuple[Sweep, ...]:
+        """The groups of the sweep, in order (one for a sweep given as a dict of axes)."""
+        return self._groups
 
     @property
     def configs(self) -> tuple[BenchConfig, ...]:
@@ -230,84 +268,101 @@ class Bench:
                     f"bench {self.name!r}: summary metric {name!r} is not declared in metrics="
                 )
 
-    def _sweep_axes(self) -> list[tuple[str, Sequence[Any]]]:
-        if not isinstance(self.sweep, Mapping) or not self.sweep:
+    def _sweep_groups(self) -> tuple[Sweep, ...]:
+        sweep = self.sweep
+        if isinstance(sweep, (Mapping, Sweep)):
+            groups = [self._group(sweep, "the sweep")]
+        elif isinstance(sweep, Sequence) and not isinstance(sweep, (str, bytes)):
+            if not sweep:
+                raise ValueError(
+                    f"bench {self.name!r}: the sweep is empty; give at least one group of "
+                    "parameter lists, e.g. sweep=[{'size': [1024, 4096]}]"
+                )
+            groups = [self._group(g, f"sweep group {i}") for i, g in enumerate(sweep, 1)]
+        else:
+            raise TypeError(
+                f"bench {self.name!r}: sweep= must be a dict of parameter lists, a Sweep, or a "
+                f"list of them, got {sweep!r}"
+            )
+        if self.regen_only is not None and any(g.gated is not None for g in groups):
             raise ValueError(
-                f"bench {self.name!r}: the sweep is empty; give at least one parameter "
+                f"bench {self.name!r}: give the gate rule once: regen_only= on the Bench or "
+                "gated= on its Sweep groups, not both"
+            )
+        return tuple(groups)
+
+    def _group(self, group: object, where: str) -> Sweep:
+        if isinstance(group, Mapping):
+            group = Sweep(group)
+        if not isinstance(group, Sweep):
+            raise TypeError(
+                f"bench {self.name!r}: {where} must be a dict of parameter lists or a "
+                f"Sweep(...), got {group!r}"
+            )
+        if not (group.gated is None or isinstance(group.gated, bool) or callable(group.gated)):
+            raise TypeError(
+                f"bench {self.name!r}: {where}: gated= must be True, False or a predicate "
+                f"on the params, got {group.gated!r}"
+            )
+        if group.config_id is not None and not callable(group.config_id):
+            raise TypeError(f"bench {self.name!r}: {where}: config_id= must be callable or None")
+        self._check_axes(group.axes, where)
+        return group
+
+    def _check_axes(self, axes: object, where: str) -> None:
+        prefix = "" if where == "the sweep" else f"{where}: "
+        if not isinstance(axes, Mapping) or not axes:
+            raise ValueError(
+                f"bench {self.name!r}: {where} is empty; give at least one parameter "
                 "with a list of values, e.g. sweep={'size': [1024, 4096]}"
             )
-        axes = []
-        for param, values in self.sweep.items():
+        for param, values in axes.items():
             if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
                 raise TypeError(
-                    f"bench {self.name!r}: sweep parameter {param!r} must be a list of values, "
-                    f"got {values!r}"
+                    f"bench {self.name!r}: {prefix}sweep parameter {param!r} must be a list of "
+                    f"values, got {values!r}"
                 )
             if len(values) == 0:
-                raise ValueError(f"bench {self.name!r}: sweep parameter {param!r} has no values")
-            axes.append((param, values))
-        return axes
+                raise ValueError(
+                    f"bench {self.name!r}: {prefix}sweep parameter {param!r} has no values"
+                )
 
     def _expand(self) -> tuple[BenchConfig, ...]:
-        axes = self._sweep_axes()
-        names = [param for param, _ in axes]
-        make_id = self.config_id or _default_config_id
         configs: list[BenchConfig] = []
-        seen: dict[str, Params] = {}
-        for point in itertools.product(*(values for _, values in axes)):
-            params = dict(zip(names, point, strict=True))
-            if self.exclude is not None and self.exclude(dict(params)):
-                continue
-            cid = make_id(dict(params))
-            self._check_config_id(cid, params, seen)
-            seen[cid] = params
-            regen = bool(self.regen_only(dict(params))) if self.regen_only else False
-            configs.append(BenchConfig(cid, params, regen))
+        seen: dict[str, tuple[Params, int]] = {}
+        for number, group in enumerate(self._groups, 1):
+            make_id = group.config_id or self.config_id or _default_config_id
+            names = list(group.axes)
+            for point in itertools.product(*group.axes.values()):
+                params = dict(zip(names, point, strict=True))
+                if self.exclude is not None and self.exclude(dict(params)):
+                    continue
+                cid = make_id(dict(params))
+                self._check_config_id(cid, params, number, seen)
+                seen[cid] = (params, number)
+                configs.append(BenchConfig(cid, params, self._regen_only(group, params)))
         if not configs:
             raise ValueError(f"bench {self.name!r}: exclude= removes every config of the sweep")
         return tuple(configs)
 
-    def _check_config_id(self, cid: object, params: Params, seen: dict[str, Params]) -> None:
+    def _regen_only(self, group: Sweep, params: Params) -> bool:
+        gated = group.is_gated(params)
+        if gated is not None:
+            return not gated
+        return bool(self.regen_only(dict(params))) if self.regen_only else False
+
+    def _check_config_id(
+        self, cid: object, params: Params, group: int, seen: dict[str, tuple[Params, int]]
+    ) -> None:
         if not isinstance(cid, str) or not cid or "\n" in cid or "::" in cid:
             raise ValueError(
                 f"bench {self.name!r}: config_id returned {cid!r} for {params!r}; "
                 "a config id is a non-empty one-line string without '::'"
             )
         if cid in seen:
+            other, other_group = seen[cid]
+            where = f" (sweep groups {other_group} and {group})" if other_group != group else ""
             raise ValueError(
                 f"bench {self.name!r}: config ids must be unique, but {cid!r} is the id of both "
-                f"{seen[cid]!r} and {params!r}; pass config_id= to tell them apart"
+                f"{other!r} and {params!r}{where}; pass config_id= to tell them apart"
             )
-
-
-def json_value(value: Any) -> Any:
-    """A JSON-friendly copy of a parameter value: tuples become lists, unknown objects strings."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): json_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_value(v) for v in value]
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    return str(value)
-
-
-def flat_content(content: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as one flat dict of dotted keys (``{"dma": {"setup_ns": 32}}`` ->
-    ``{"dma.setup_ns": 32}``), values JSON-friendly."""
-    flat: dict[str, Any] = {}
-    for key, value in content.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flat_content(value, f"{name}."))
-        else:
-            flat[name] = json_value(value)
-    return flat
-
-
-def json_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The params of a config in JSON-friendly form (for baselines and results.json)."""
-    return {name: json_value(v) for name, v in params.items()}

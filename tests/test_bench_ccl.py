@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 import benches.ccl as ccl
-from sim.collectives import Message, build_schedule, run_schedule
+from sim.collectives import ALGORITHMS, Message, build_schedule, run_schedule
 from sim.fabric import build_network
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +47,8 @@ link.Network.reduce_ps = _slower_reduce
 def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
     (pytester.path / "benches").mkdir()
     (pytester.path / "baselines").mkdir()
-    shutil.copy(ROOT / "benches" / "ccl.py", pytester.path / "benches" / "ccl.py")
+    for name in ("ccl.py", "_shared.py"):
+        shutil.copy(ROOT / "benches" / name, pytester.path / "benches" / name)
     shutil.copy(ROOT / "baselines" / "ccl.json", pytester.path / "baselines" / "ccl.json")
     return pytester
 
@@ -206,11 +208,21 @@ def _fake(params: dict[str, Any], source: str = "run", **metrics: float) -> Any:
 
 
 def _cell_grid(times: dict[str, float], source: str = "run") -> ccl.Grid:
-    grid: ccl.Grid = {}
+    results = {}
     for algorithm, time_ns in times.items():
         params = {"topology": "switch", "chips": 8, "algorithm": algorithm, "size": 1024}
-        grid["switch", 8, algorithm, 1024] = _fake(params, source, time_ns=time_ns)
-    return grid
+        results[ccl.config_id(params)] = _fake(params, source, time_ns=time_ns)
+    return ccl.figure_grid(results)
+
+
+def _baseline_grid(source: Any = "baseline") -> ccl.Grid:
+    """The committed baseline as the figures see it (``source(params)`` per config)."""
+    configs = json.loads((ROOT / "baselines" / "ccl.json").read_text())["configs"]
+    results = {
+        cid: _fake(e["params"], source(e["params"]) if callable(source) else source, **e["metrics"])
+        for cid, e in configs.items()
+    }
+    return ccl.figure_grid(results)
 
 
 def test_best_algorithm_shows_a_tie_as_a_tie_and_the_winning_margin() -> None:
@@ -238,13 +250,7 @@ def test_busbw_bound_is_each_algorithms_own_per_topology() -> None:
     """The dashed line of busbw_vs_size is each algorithm's own bound at the largest size drawn
     (from algo_bound_busbw_gbs), not one link peak shared by all."""
     configs = json.loads((ROOT / "baselines" / "ccl.json").read_text())["configs"]
-    grid: ccl.Grid = {}
-    for entry in configs.values():
-        p = entry["params"]
-        grid[p["topology"], p["chips"], p["algorithm"], p["size"]] = _fake(
-            p, "baseline", **entry["metrics"]
-        )
-    bounds = ccl.busbw_bounds(grid, "ring")
+    bounds = ccl.busbw_bounds(_baseline_grid(), "ring")
     largest = max(ccl.SIZES)
     for algorithm, bound in bounds.items():
         entry = configs[
@@ -264,14 +270,7 @@ def test_busbw_bound_is_each_algorithms_own_per_topology() -> None:
 def test_size_figures_count_only_the_configs_they_plot() -> None:
     """busbw_vs_size and time_vs_size draw the 8-chip configs only; their subtitle counts
     those (170), not the whole sweep (1020)."""
-    configs = json.loads((ROOT / "baselines" / "ccl.json").read_text())["configs"]
-    grid: ccl.Grid = {}
-    for entry in configs.values():
-        p = entry["params"]
-        source = "run" if ccl.gated(p) else "baseline"
-        grid[p["topology"], p["chips"], p["algorithm"], p["size"]] = _fake(
-            p, source, **entry["metrics"]
-        )
+    grid = _baseline_grid(lambda p: "run" if ccl.gated(p) else "baseline")
     plotted = ccl._at_chips(grid, ccl.GATED_CHIPS)
     per_size = sum(len(ccl.algorithms_for(t)) for t in ccl.TOPOLOGIES)
     assert len(plotted) == per_size * len(ccl.SIZES) < len(grid)
@@ -279,3 +278,43 @@ def test_size_figures_count_only_the_configs_they_plot() -> None:
     assert ccl._note(plotted, " plotted").startswith(
         f"{len(plotted)} configs plotted on {ccl.TOPOLOGY.fingerprint}: {measured} measured"
     )
+
+
+def test_the_figure_grid_keeps_every_config_of_the_sweep_apart() -> None:
+    """Every config of the sweep has its own cell in the figures' grid (the bench's own
+    builder, not a copy of it): no two configs are drawn on one point."""
+    results = {c.config_id: _fake(dict(c.params), time_ns=1.0) for c in ccl.BENCH.configs}
+    grid = ccl.figure_grid(results)
+    assert len(grid) == len(ccl.BENCH.configs)
+    assert {r.config_id for r in grid.values()} == set(results)
+
+
+def test_the_figure_grid_key_tells_the_collective_apart() -> None:
+    """A config of another collective (a sweep group with a ``collective`` axis) at the same
+    topology, chips, algorithm and size is a cell of its own, not a silent overwrite; two
+    configs that do fall in one cell are an error naming both."""
+    from pytest_npubench import ConfigResult
+
+    params = dict(ccl.BENCH.configs[0].params)
+    allreduce = _fake(params, time_ns=1.0)
+    other = {**params, "collective": "all_gather"}
+    gather = ConfigResult("ccl", "ag", other, {"time_ns": 2.0}, None, "pass", "run")
+    grid = ccl.figure_grid({allreduce.config_id: allreduce, "ag": gather})
+    assert sorted(r.config_id for r in grid.values()) == sorted([allreduce.config_id, "ag"])
+    twin = ConfigResult("ccl", "twin", dict(params), {"time_ns": 3.0}, None, "pass", "run")
+    with pytest.raises(ValueError, match=f"'{allreduce.config_id}' and 'twin' fall in one"):
+        ccl.figure_grid({allreduce.config_id: allreduce, "twin": twin})
+
+
+def test_the_sweep_is_the_old_cartesian_product_in_the_same_order() -> None:
+    """The union of per-topology sweeps lists exactly the configs of the old definition (the
+    product of topology, chips, algorithm and size without the algorithms a topology cannot
+    run) in the same order, with the same gated set: the baselines are keyed by these ids."""
+    old = [
+        dict(zip(("topology", "chips", "algorithm", "size"), point, strict=True))
+        for point in itertools.product(ccl.TOPOLOGIES, ccl.CHIPS, ALGORITHMS, ccl.SIZES)
+        if point[2] in ccl.algorithms_for(point[0])
+    ]
+    assert [(c.config_id, c.params, c.regen_only) for c in ccl.BENCH.configs] == [
+        (ccl.config_id(p), p, not ccl.gated(p)) for p in old
+    ]

@@ -32,7 +32,7 @@ gemm.GemmProgram.__init__ = _one_buffer
 def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
     (pytester.path / "benches").mkdir()
     (pytester.path / "baselines").mkdir()
-    for name in ("gemm.py", "_gemm_systolic.py"):
+    for name in ("gemm.py", "_gemm_systolic.py", "_shared.py"):
         shutil.copy(ROOT / "benches" / name, pytester.path / "benches" / name)
     shutil.copy(ROOT / "baselines" / "gemm.json", pytester.path / "baselines" / "gemm.json")
     return pytester
@@ -107,13 +107,13 @@ def test_traces_of_gemm_configs_follow_the_trace_event_format(
     assert big["otherData"]["merged"] is True
 
 
-def _baseline_grid(measured_ids: frozenset[str] = frozenset()) -> Any:
-    """The committed gemm baseline as the figures see it; ids in ``measured_ids`` as if run."""
+def _baseline_results(measured_ids: frozenset[str] = frozenset()) -> Any:
+    """The committed gemm baseline as results; ids in ``measured_ids`` as if run."""
     import benches.gemm as gemm
     from pytest_npubench import ConfigResult
 
     configs = json.loads((ROOT / "baselines" / "gemm.json").read_text())["configs"]
-    results = {
+    return {
         cid: ConfigResult(
             "gemm",
             cid,
@@ -125,7 +125,13 @@ def _baseline_grid(measured_ids: frozenset[str] = frozenset()) -> Any:
         )
         for cid, entry in configs.items()
     }
-    return gemm._by_shape(results)
+
+
+def _baseline_grid(measured_ids: frozenset[str] = frozenset()) -> Any:
+    """The committed gemm baseline as the figures see it (the bench's own grid builder)."""
+    import benches.gemm as gemm
+
+    return gemm.figure_grid(_baseline_results(measured_ids))
 
 
 def test_stage_breakdown_panels_use_a_readable_time_unit_and_mark_reused_panels() -> None:
@@ -186,3 +192,45 @@ def test_roofline_labels_every_shape_once() -> None:
         best = max(by_name[text.split("\n")[0]].values(), key=lambda r: r.metrics["tflops"])
         assert (x, y) == (best.metrics["arith_intensity_flop_per_byte"], best.metrics["tflops"])
     assert len(labels) < len(grid)  # the big shapes at the ridge share one label
+
+
+def test_the_figure_grid_keeps_every_tile_config_apart() -> None:
+    """The four tile-PE figures draw every tile-PE config in a cell of its own (the bench's
+    own builder); the systolic-PE twin of a config is not drawn over it; two results in one
+    cell are an error naming both."""
+    import benches.gemm as gemm
+    from pytest_npubench import ConfigResult
+
+    results = _baseline_results()
+    grid = gemm.figure_grid(results)
+    tile = [c for c in gemm.BENCH.configs if c.params["pe"] == "tile"]
+    assert sum(len(row) for row in grid.values()) == len(tile) < len(results)
+    cell = grid[(256, 256, 256)]["prefetch"]
+    assert cell.config_id == "256x256x256-prefetch"  # not 256x256x256-prefetch-systolic
+    first = results[tile[0].config_id]
+    twin = ConfigResult("gemm", "twin", first.params, first.metrics, None, "pass", "run")
+    with pytest.raises(ValueError, match=f"'{first.config_id}' and 'twin' fall in one"):
+        gemm.figure_grid({first.config_id: first, "twin": twin})
+
+
+def test_the_sweep_is_the_old_cartesian_product_in_the_same_order() -> None:
+    """The union (gated shapes, then regen-only shapes) lists exactly the configs of the old
+    definition, shape x variant x PE model without the mode shapes' other variants and the
+    systolic PE outside its pairs, in the same order and with the same gated set."""
+    import itertools
+
+    import benches.gemm as gemm
+    from sim import VARIANTS
+
+    old = []
+    for shape, variant, pe in itertools.product(
+        gemm.GATED + gemm.REGEN_ONLY, VARIANTS, ("tile", "systolic")
+    ):
+        if gemm.MODE_SHAPES.get(shape, variant) != variant:
+            continue
+        if pe == "systolic" and gemm.systolic.SYSTOLIC_CONFIGS.get(shape) != variant:
+            continue
+        old.append({"shape": shape, "variant": variant, "pe": pe})
+    assert [(c.config_id, c.params, c.regen_only) for c in gemm.BENCH.configs] == [
+        (gemm.config_id(p), p, p["shape"] in gemm.REGEN_ONLY) for p in old
+    ]

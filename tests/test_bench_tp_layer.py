@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +35,7 @@ link.Network.link_ps = _slower_link
 def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
     for sub in ("benches", "baselines"):
         (pytester.path / sub).mkdir()
-    for name in ("tp_layer.py", "_tp_figures.py"):
+    for name in ("tp_layer.py", "_tp_figures.py", "_shared.py"):
         shutil.copy(ROOT / "benches" / name, pytester.path / "benches" / name)
     shutil.copy(ROOT / "baselines" / "tp_layer.json", pytester.path / "baselines")
     return pytester
@@ -129,3 +131,42 @@ def test_trace_writes_every_chips_engines_and_links(tmp_path: Path) -> None:
         lanes = {n for pid, n in names if pid == chip}
         assert any(n.startswith("pe") for n in lanes), lanes
         assert any(n.startswith("link") for n in lanes), lanes
+
+
+def test_the_sweep_is_the_old_cartesian_product_in_the_same_order() -> None:
+    """The union (per layer: hidden 128 at one token count, then the real hidden sizes) lists
+    exactly the configs of the old definition, the product of every axis without hidden 128
+    at more than 128 tokens, in the same order and with the same gated set."""
+    axes = ("layer", "hidden", "tokens", "tp", "topology", "mode")
+    values = (LAYERS, [128, 4096, 8192], tpb.TOKENS, tpb.TP, tpb.TOPOLOGIES, MODES)
+    old = [
+        p
+        for p in (dict(zip(axes, point, strict=True)) for point in itertools.product(*values))
+        if not (p["hidden"] == 128 and p["tokens"] != 128)
+    ]
+
+    def old_gated(p: dict[str, Any]) -> bool:
+        if p["hidden"] == 128:
+            return bool(p["topology"] == "ring" or p["tp"] == 4)
+        return bool(p["hidden"] == 4096 and p["tokens"] == 512 and p["tp"] == 4)
+
+    assert [(c.config_id, c.params, c.regen_only) for c in tpb.BENCH.configs] == [
+        (tpb.config_id(p), p, not old_gated(p)) for p in old
+    ]
+
+
+def test_the_figure_grid_keeps_every_config_of_the_sweep_apart() -> None:
+    """Every config has its own cell in the figures' grid (the bench's own builder); two
+    results in one cell are an error naming both."""
+    from pytest_npubench import ConfigResult
+
+    def fake(cid: str, params: Any) -> ConfigResult:
+        return ConfigResult("tp_layer", cid, params, {"latency_ns": 1.0}, None, "pass", "run")
+
+    configs = tpb.BENCH.configs
+    grid = tpb.figure_grid({c.config_id: fake(c.config_id, c.params) for c in configs})
+    assert len(grid) == len(configs)
+    first = configs[0]
+    twins = {first.config_id: fake(first.config_id, first.params), "b": fake("b", first.params)}
+    with pytest.raises(ValueError, match=f"'{first.config_id}' and 'b' fall in one"):
+        tpb.figure_grid(twins)

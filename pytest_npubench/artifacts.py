@@ -26,7 +26,7 @@ from pytest_npubench.baseline import write_atomic
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
 from pytest_npubench.html import render_index
-from pytest_npubench.report import summary_markdown
+from pytest_npubench.markdown import summary_markdown
 from pytest_npubench.shard import canonical_args
 
 RESULTS_SCHEMA = 1

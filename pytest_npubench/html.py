@@ -86,6 +86,12 @@ document.querySelectorAll("table.configs").forEach(function (t) {
 
 FAILING = ("regression", "failed-check", "error")
 
+INTERRUPTED = (
+    '<p class="status bad"><strong>INTERRUPTED</strong>: this run was stopped before it ended '
+    "(Ctrl-C). The results below are partial: the configs that did not run are not judged, "
+    "no baseline was rewritten and no figure was drawn from them.</p>"
+)
+
 
 def render_index(
     benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
@@ -96,8 +102,10 @@ def render_index(
     fail_improvements: bool = True,
     not_accepted: Collection[str] = (),
     drawn: Collection[str] = (),
+    interrupted: bool = False,
 ) -> str:
-    """The whole page as a string. ``drawn``: trace links whose timeline PNG exists."""
+    """The whole page as a string. ``drawn``: trace links whose timeline PNG exists;
+    ``interrupted``: the run was stopped before it ended (the page says so first)."""
     verdicts = FAILING + (("improved",) if fail_improvements and not regen else ())
     failing = [
         (bench, r)
@@ -111,6 +119,7 @@ def render_index(
         "<title>npubench report</title>",
         f"<style>{STYLE}</style></head><body>",
         "<h1>npubench report</h1>",
+        *([INTERRUPTED] if interrupted else []),
         _nav(benches, failing, problems),
         _status(benches, failing, problems, regen and not not_accepted),
     ]

@@ -83,7 +83,9 @@ def summary_markdown(
     lines.append("")
     for name, note_lines in (notes or {}).items():
         lines += [f"**{md_text(name)}: hardware what-if**", "", *md_fence(note_lines), ""]
-    if regen:
+    if regen and interrupted:
+        lines += ["Baselines NOT rewritten: the --regen-baselines run was interrupted.", ""]
+    elif regen:
         lines += ["Baselines rewritten (--regen-baselines): changes are against the old ones."]
         if not_accepted:
             names = ", ".join(md_text(n) for n in sorted(not_accepted))

@@ -65,3 +65,19 @@ def test_a_complete_run_records_no_interruption(project: Project) -> None:
     summary = project.read("npubench-artifacts/summary.md")
     assert "INTERRUPTED" not in summary and "No regressions" in summary
     assert "INTERRUPTED" not in project.read("npubench-artifacts/index.html")
+
+
+def test_an_interrupted_regen_writes_no_baseline_and_accepts_nothing(project: Project) -> None:
+    """Ctrl-C during --regen-baselines: the baseline file keeps its bytes, and summary.md says
+    no baseline was rewritten instead of calling the changes accepted."""
+    interrupting_bench(project)
+    run(project, "--regen-baselines", xdist=False).assert_outcomes(passed=4)
+    before = (project.path / "baselines" / "toy.json").read_bytes()
+    project.knobs(interrupt="32-fast", scale=2.0)
+    result = run(project, "--regen-baselines", xdist=False)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert (project.path / "baselines" / "toy.json").read_bytes() == before
+    summary = project.read("npubench-artifacts/summary.md")
+    assert "Baselines NOT rewritten: the --regen-baselines run was interrupted." in summary
+    assert "accepted (baseline rewritten)" not in summary
+    assert "NOT accepted" in summary

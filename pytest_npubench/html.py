@@ -121,7 +121,7 @@ def render_index(
         "<h1>npubench report</h1>",
         *([INTERRUPTED] if interrupted else []),
         _nav(benches, failing, problems),
-        _status(benches, failing, problems, regen and not not_accepted),
+        _status(benches, failing, problems, regen and not not_accepted, interrupted),
     ]
     for name, lines in (notes or {}).items():
         parts.append(f'<div class="card"><h3>{escape(name)}: hardware what-if</h3>')
@@ -156,6 +156,7 @@ def _status(
     failing: Sequence[tuple[Bench, ConfigResult]],
     problems: Sequence[str],
     regen: bool,
+    interrupted: bool = False,
 ) -> str:
     measured = sum(r.source == "run" for _, results, _ in benches for r in results.values())
     reused = sum(r.source != "run" for _, results, _ in benches for r in results.values())
@@ -163,6 +164,9 @@ def _status(
         text = f"{len(failing)} of {measured} measured configs failed"
         if problems:
             text += f"; {len(problems)} error(s)"
+        cls = "bad"
+    elif interrupted:
+        text = f"interrupted: {measured} configs were measured, none failed; the rest did not run"
         cls = "bad"
     else:
         text = f"all {measured} measured configs pass their gates"

@@ -26,7 +26,7 @@ from pytest_npubench.baseline import write_atomic
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
 from pytest_npubench.html import render_index
-from pytest_npubench.report import summary_markdown
+from pytest_npubench.markdown import summary_markdown
 from pytest_npubench.shard import canonical_args
 
 RESULTS_SCHEMA = 1
@@ -199,14 +199,16 @@ def write(
     not_accepted: Collection[str] = (),
     run: Mapping[str, Any] | None = None,
 ) -> list[Path]:
-    """Write results.json, summary.md and index.html into ``root``; return the files written."""
+    """Write results.json, summary.md and index.html into ``root``; return the files written.
+    A ``run`` that says ``interrupted`` marks all three as partial."""
     results = root / "results.json"
     summary = root / "summary.md"
     index = root / "index.html"
     write_atomic(results, results_document(benches, run))
     rows = [(art.bench, art.results, art.figures) for art in benches]
     notes = {art.bench.name: list(art.notes) for art in benches if art.notes}
-    write_atomic(summary, summary_markdown(rows, problems, regen, notes, not_accepted))
+    interrupted = bool((run or {}).get("interrupted"))
+    write_atomic(summary, summary_markdown(rows, problems, regen, notes, not_accepted, interrupted))
 
     drawn: set[str] = set()
 
@@ -227,6 +229,15 @@ def write(
 
     write_atomic(
         index,
-        render_index(rows, problems, regen, trace_link, notes, fail_improvements, not_accepted),
+        render_index(
+            rows,
+            problems,
+            regen,
+            trace_link,
+            notes,
+            fail_improvements,
+            not_accepted,
+            interrupted=interrupted,
+        ),
     )
     return [results, summary, index]

@@ -86,6 +86,12 @@ document.querySelectorAll("table.configs").forEach(function (t) {
 
 FAILING = ("regression", "failed-check", "error")
 
+INTERRUPTED = (
+    '<p class="status bad"><strong>INTERRUPTED</strong>: this run was stopped before it ended '
+    "(Ctrl-C). The results below are partial: the configs that did not run are not judged, "
+    "no baseline was rewritten and no figure was drawn from them.</p>"
+)
+
 
 def render_index(
     benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
@@ -96,8 +102,10 @@ def render_index(
     fail_improvements: bool = True,
     not_accepted: Collection[str] = (),
     drawn: Collection[str] = (),
+    interrupted: bool = False,
 ) -> str:
-    """The whole page as a string. ``drawn``: trace links whose timeline PNG exists."""
+    """The whole page as a string. ``drawn``: trace links whose timeline PNG exists;
+    ``interrupted``: the run was stopped before it ended (the page says so first)."""
     verdicts = FAILING + (("improved",) if fail_improvements and not regen else ())
     failing = [
         (bench, r)
@@ -111,8 +119,9 @@ def render_index(
         "<title>npubench report</title>",
         f"<style>{STYLE}</style></head><body>",
         "<h1>npubench report</h1>",
+        *([INTERRUPTED] if interrupted else []),
         _nav(benches, failing, problems),
-        _status(benches, failing, problems, regen and not not_accepted),
+        _status(benches, failing, problems, regen and not not_accepted, interrupted),
     ]
     for name, lines in (notes or {}).items():
         parts.append(f'<div class="card"><h3>{escape(name)}: hardware what-if</h3>')
@@ -147,6 +156,7 @@ def _status(
     failing: Sequence[tuple[Bench, ConfigResult]],
     problems: Sequence[str],
     regen: bool,
+    interrupted: bool = False,
 ) -> str:
     measured = sum(r.source == "run" for _, results, _ in benches for r in results.values())
     reused = sum(r.source != "run" for _, results, _ in benches for r in results.values())
@@ -154,6 +164,9 @@ def _status(
         text = f"{len(failing)} of {measured} measured configs failed"
         if problems:
             text += f"; {len(problems)} error(s)"
+        cls = "bad"
+    elif interrupted:
+        text = f"interrupted: {measured} configs were measured, none failed; the rest did not run"
         cls = "bad"
     else:
         text = f"all {measured} measured configs pass their gates"

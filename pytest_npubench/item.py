@@ -6,22 +6,20 @@ import inspect
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pluggy
 import pytest
 
 from pytest_npubench.bench import Bench, BenchConfig, Result, ResultError
 from pytest_npubench.compare import Comparison, ConfigResult, config_verdict
+from pytest_npubench.context import BenchContext
 from pytest_npubench.report import (
     failure_message,
     item_name,
     missing_baseline_message,
     regen_command,
 )
-
-if TYPE_CHECKING:
-    from pytest_npubench.session import NpubenchSession
 
 #: Frames from these folders are machinery, not the bench: failure tracebacks hide them.
 _MACHINERY = tuple(
@@ -61,7 +59,7 @@ class BenchFailure(Exception):
 class BenchCollector(pytest.Collector):
     """All configs of one bench. Collecting it loads and checks the bench's baseline file."""
 
-    def __init__(self, *, bench: Bench, npubench: NpubenchSession, **kwargs: Any) -> None:
+    def __init__(self, *, bench: Bench, npubench: BenchContext, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.bench = bench
         self.npubench = npubench
@@ -127,7 +125,7 @@ class BenchItem(pytest.Item):
         return self.parent.bench
 
     @property
-    def npubench(self) -> NpubenchSession:
+    def npubench(self) -> BenchContext:
         """The session state of the plugin (options, baselines)."""
         assert isinstance(self.parent, BenchCollector)
         return self.parent.npubench

@@ -1,10 +1,10 @@
-"""Text for people: failure tables, the terminal summary, summary.md, the regen report."""
+"""Text for people: failure tables, the terminal summary, the regen report (summary.md is in
+markdown.py)."""
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Collection, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 
 from pytest_npubench.baseline import BaselineError, Delta, RegenReport
 from pytest_npubench.bench import Bench
@@ -207,6 +207,11 @@ def verdict_counts(results: Mapping[str, ConfigResult]) -> dict[str, int]:
 
 def bench_line(bench: Bench, results: Mapping[str, ConfigResult]) -> str:
     """``gemm: 24 measured: 24 pass | 27 reused | 0 regressions``: a bench at a glance."""
+    return f"{bench.name}: {bench_counts(results)}"
+
+
+def bench_counts(results: Mapping[str, ConfigResult]) -> str:
+    """``24 measured: 24 pass | 27 reused | 0 regressions``: the counts of a bench's line."""
     measured = [r for r in results.values() if r.source == "run"]
     counts = verdict_counts({r.config_id: r for r in measured})
     regressions = counts.pop("regression", 0)
@@ -218,7 +223,7 @@ def bench_line(bench: Bench, results: Mapping[str, ConfigResult]) -> str:
     if missing:
         parts.append(f"{missing} regen-only without a baseline")
     parts.append(f"{regressions} regression{'' if regressions == 1 else 's'}")
-    return f"{bench.name}: {len(measured)} measured: " + " | ".join(parts)
+    return f"{len(measured)} measured: " + " | ".join(parts)
 
 
 def bench_table(
@@ -306,101 +311,3 @@ def _id_list(label: str, ids: Sequence[str], count: int = 0) -> list[str]:
         plural = "" if count == 1 else "s"
         return [f"  {label}: {count} config{plural} (-v lists them)"]
     return []
-
-
-def summary_markdown(
-    benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
-    problems: Sequence[str],
-    regen: bool = False,
-    notes: Mapping[str, Sequence[str]] | None = None,
-    not_accepted: Collection[str] = (),
-) -> str:
-    """summary.md: counts per bench, then regressions, improvements and new configs.
-
-    ``not_accepted``: benches whose baseline a regen could not write (their changes are not
-    called accepted)."""
-    lines = ["# npubench summary", ""]
-    lines += [f"- **{bench_line(bench, results)}**" for bench, results, _ in benches]
-    lines.append("")
-    for name, note_lines in (notes or {}).items():
-        lines += [f"**{name}: hardware what-if**", "", "```", *note_lines, "```", ""]
-    if regen:
-        lines += ["Baselines rewritten (--regen-baselines): changes are against the old ones."]
-        if not_accepted:
-            lines.append(f"NOT written (see Errors): {', '.join(sorted(not_accepted))}.")
-        lines.append("")
-    lines += _notable_markdown(benches, regen, not_accepted)
-    to_accept = [
-        bench.name
-        for bench, results, _ in benches
-        if any(r.verdict in ("regression", "improved", "new") for r in results.values())
-    ]
-    if to_accept and not regen:
-        lines += [
-            "If every change above is intended, accept them all with:",
-            "",
-            f"    pytest --npubench {','.join(to_accept)} --regen-baselines",
-            "",
-        ]
-    figures = sum(len(f) for _, _, f in benches)
-    lines.append(
-        f"The {figures} figure(s), results.json and index.html are in the artifact folder "
-        "beside this file (in CI: the uploaded artifact); a step summary cannot show them."
-    )
-    if problems:
-        lines += ["", "## Errors", "", *(f"- {p}" for p in problems)]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _notable_markdown(
-    benches: Sequence[tuple[Bench, Mapping[str, ConfigResult], Sequence[Path]]],
-    regen: bool,
-    not_accepted: Collection[str] = (),
-) -> list[str]:
-    rows = [
-        "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
-        for bench, results, _ in benches
-        for result in ordered(results)
-        if result.verdict not in ("pass", "reused-baseline")
-        for row in _notable_rows(bench, result, regen, bench.name in not_accepted)
-    ]
-    if not rows:
-        return ["No regressions, improvements or new configs.", ""]
-    why = [
-        f"- **{bench.name} `{result.config_id}`** ({result.verdict}): "
-        + "; ".join(explanation(bench, result))
-        for bench, results, _ in benches
-        for result in ordered(results)
-        if result.verdict in ("regression", "improved") and result.baseline
-    ]
-    return [
-        "## Regressions, improvements and new configs",
-        "",
-        "| bench | config | verdict | metric | baseline | current | change | tolerance | note |",
-        "|---|---|---|---|---|---|---|---|---|",
-        *rows,
-        "",
-        *(["### Where the changes came from", "", *why, ""] if why else []),
-    ]
-
-
-def _notable_rows(
-    bench: Bench, result: ConfigResult, regen: bool, write_failed: bool = False
-) -> list[list[str]]:
-    notable = [
-        n for n, c in result.comparisons.items() if c.verdict != "pass" and bench.metrics[n].gate
-    ]
-    if regen and write_failed and result.verdict in ("new", "regression", "improved"):
-        note = "NOT accepted: the baseline could not be written (see Errors)"
-    elif regen and result.verdict in ("new", "regression", "improved"):
-        note = "accepted (baseline rewritten)"
-    elif result.verdict == "improved":
-        note = "run --regen-baselines to accept"
-    elif result.verdict == "new":
-        note = f"`{regen_command(bench.name, result.config_id)}`"
-    else:
-        note = (result.message.splitlines() or [""])[0]
-    base = [bench.name, f"`{result.config_id}`", result.verdict]
-    if not notable:
-        return [[*base, "", "", "", "", "", note]]
-    return [[*base, *row[:5], note] for row in metric_rows(bench, result, notable)[1:]]

@@ -19,9 +19,9 @@ SLOW_MERGE = """
 import time
 
 import pytest_npubench.baseline as baseline
-import pytest_npubench.session as session
+import pytest_npubench.regen as regen
 
-real_merge, real_replace = session.merge, baseline.os.replace
+real_merge, real_replace = regen.merge, baseline.os.replace
 
 
 def slow_merge(*args, **kwargs):
@@ -34,7 +34,7 @@ def slow_replace(src, dst):
     return real_replace(src, dst)
 
 
-session.merge = slow_merge
+regen.merge = slow_merge
 baseline.os.replace = slow_replace
 """
 

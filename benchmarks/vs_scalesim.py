@@ -33,11 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sim.scalesim_files import read_scalesim_config, read_scalesim_topology  # noqa: E402
 from sim.systolic import (  # noqa: E402
     ArrayConfig,
     compute_report_csv,
-    read_scalesim_config,
-    read_scalesim_topology,
     simulate_layer,
 )
 

@@ -27,13 +27,12 @@ from sim.gemm.run import run_gemm
 from sim.gemm.shape import VARIANTS, GemmShape, ShapeError, SramCapacityError
 from sim.oplog import OpLog
 from sim.program import ProgramBuilder
+from sim.scalesim_files import read_scalesim_config, read_scalesim_topology
 from sim.systolic import (
     ArrayConfig,
     LayerReport,
     ScaleSimInputError,
     SystolicLayer,
-    read_scalesim_config,
-    read_scalesim_topology,
     simulate_layer,
 )
 from sim.topology import Topology, available_topologies, load_topology

@@ -18,10 +18,9 @@ from sim.errors import NpuSimError
 from sim.gemm.metrics import gemm_metrics
 from sim.gemm.run import run_gemm
 from sim.gemm.shape import VARIANTS, GemmShape
+from sim.scalesim_files import read_scalesim_config, read_scalesim_topology
 from sim.systolic import (
     compute_report_csv,
-    read_scalesim_config,
-    read_scalesim_topology,
     simulate_layers,
 )
 from sim.topology import load_topology

@@ -24,14 +24,8 @@ import math
 import operator
 import os
 import re
-from fractions import Fraction
-from typing import TYPE_CHECKING, NamedTuple
 
 from sim.errors import BudgetError, InputError, NpuSimError, short_number, short_repr
-from sim.units import ps_for_bytes
-
-if TYPE_CHECKING:
-    from sim.topology import Topology
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET_MIB",
@@ -45,16 +39,17 @@ __all__ = [
     "MAX_TOPOLOGY_FILE_BYTES",
     "MEMORY_BUDGET_ENV",
     "OPS_BUDGET_ENV",
-    "CollectiveEstimate",
-    "check_collective",
-    "check_gemm",
+    "ceil_div",
+    "check_memory",
+    "check_stored_records",
     "check_systolic_layers",
     "check_systolic_work",
-    "estimate_collective",
+    "check_time",
     "memory_budget_bytes",
     "ops_budget",
     "shape_dims",
     "whole_number",
+    "whole_text",
 ]
 
 INT64_MAX = 2**63 - 1
@@ -119,7 +114,9 @@ def _size(nbytes: float) -> str:
     return f"{nbytes:.0f} B"
 
 
-def _check_memory(what: str, estimate: float, parts: str) -> None:
+def check_memory(what: str, estimate: float, parts: str) -> None:
+    """Refuse a run whose planned memory ``estimate`` (bytes; ``parts`` says of what) is over
+    the budget."""
     budget = memory_budget_bytes()
     if estimate > budget:
         need = math.ceil(estimate / (1 << 20)) if estimate < 1e30 else "<more MiB>"
@@ -130,7 +127,8 @@ def _check_memory(what: str, estimate: float, parts: str) -> None:
         )
 
 
-def _check_time(what: str, worst_ps: int, parts: str) -> None:
+def check_time(what: str, worst_ps: int, parts: str) -> None:
+    """Refuse a run whose worst-case end time would not fit the int64 picosecond clock."""
     if worst_ps >= MAX_TIME_PS:
         raise BudgetError(
             f"{what}: could last up to {short_number(worst_ps)} ps ({parts}), beyond the "
@@ -184,212 +182,26 @@ def shape_dims(shape: object, error: type[NpuSimError] = InputError) -> tuple[in
     )
 
 
-def _topology(topo: object) -> Topology:
-    from sim.topology import Topology
-
-    if not isinstance(topo, Topology):
-        raise InputError(
-            f"topo = {short_repr(topo)} must be a sim.Topology; "
-            "get one from sim.load_topology('npu-1h') or a .yaml path"
-        )
-    return topo
-
-
-def check_gemm(M: int, K: int, N: int, topo: object, *, extrapolate: bool = True) -> None:
-    """Refuse a GEMM whose op log, block states or end time would exceed the budgets.
-
-    Counts follow the tile plan (DESIGN.md): ``Mt*Kt*Nt`` tile-ops, each at most two loads,
-    a fetch and a GEMM issue, one store per output tile and one panel load per row; HBM
-    traffic is at most the reference variant's (every tile-op loads its A and B tiles).
-    """
-    t = _topology(topo)
-    if not isinstance(extrapolate, bool):
-        raise InputError(f"extrapolate = {short_repr(extrapolate)} must be True or False")
-    pe, bpe = t.pe, t.bpe
-    mt, kt, nt = _ceil_div(M, pe.tile_m), _ceil_div(K, pe.tile_k), _ceil_div(N, pe.tile_n)
-    tile_ops, out_tiles = mt * kt * nt, mt * nt
-    ops = 4 * tile_ops + out_tiles + mt + 2
-    what = f"GEMM {_text(M)}x{_text(K)}x{_text(N)}"
-    state = t.hbm.num_pcs + min(pe.operand_slots, tile_ops) + 16
-    states = out_tiles * state * GEMM_STATE_ENTRY_BYTES
-    if extrapolate:
-        # the fast path stores a repeating period once (a compressed op log, ADR 0011): how many
-        # records it keeps is known only as it runs, so the writer checks them there
-        # (check_stored_records); here only the block states are planned
-        _check_memory(what, states, f"block states of {short_number(out_tiles)} output tiles")
-    else:
-        _check_memory(
-            what,
-            ops * OPLOG_RECORD_BYTES + states,
-            f"{short_number(ops)} op-log records for {short_number(tile_ops)} tile-ops "
-            f"on {t.source}",
-        )
-    if not extrapolate and ops > ops_budget():
-        raise BudgetError(
-            f"{what}: {short_number(ops)} operations to simulate one by one "
-            f"(extrapolate=False), over the budget of {ops_budget()}; use extrapolate=True "
-            f"or raise {OPS_BUDGET_ENV}"
-        )
-    a, b, c = pe.tile_m * pe.tile_k * bpe, pe.tile_k * pe.tile_n * bpe, pe.tile_m * pe.tile_n * bpe
-    hbm = t.hbm
-    bursts = (tile_ops * (a + b) + out_tiles * c) // hbm.burst_bytes + ops
-    worst = (
-        ops * (t.dma.setup_ps + hbm.latency_ps)
-        + bursts * hbm.burst_ps
-        + tile_ops * (pe.stage_ps * (1 + pe.pipeline_stages) + _ps(a + b, t.fetch.bw))
-    )
-    _check_time(what, worst, f"{short_number(tile_ops)} tile-ops")
-    if tile_ops * pe.tile_macs > INT64_MAX:
-        raise BudgetError(
-            f"{what}: {short_number(tile_ops * pe.tile_macs)} padded MACs do not fit the "
-            "op log's int64 MAC counts; make the GEMM smaller"
-        )
-
-
-#: the fast path's work grows with its blocks (an output tile, or a chunk of a deep one), not
-#: its records (about 0.3-0.5 us a block): the fast path may walk this many blocks per unit
-#: of the ops budget
-FAST_PATH_BLOCKS_PER_OP = 4
-
-
-def check_gemm_blocks(M: int, K: int, N: int, blocks: int) -> None:
-    """Refuse a GEMM whose fast path would walk more than ``4 x ops budget`` blocks (8 M by
-    default, a few seconds): a periodic giant stores little but still visits every block."""
-    budget = FAST_PATH_BLOCKS_PER_OP * ops_budget()
-    if blocks > budget:
-        raise BudgetError(
-            f"GEMM {_text(M)}x{_text(K)}x{_text(N)}: {short_number(blocks)} blocks (output "
-            f"tiles x K chunks) for the fast path, over its budget of {short_number(budget)} "
-            f"({FAST_PATH_BLOCKS_PER_OP} x {OPS_BUDGET_ENV}); make the GEMM smaller or raise "
-            f"{OPS_BUDGET_ENV}"
-        )
-
-
 def check_stored_records(records: int, what: str) -> None:
     """Refuse to hold ``records`` op-log records in memory (``what`` says where they come
     from: a fast path that found no period, or a compressed log being written out)."""
-    _check_memory(what, records * OPLOG_RECORD_BYTES, f"{short_number(records)} op-log records")
+    check_memory(what, records * OPLOG_RECORD_BYTES, f"{short_number(records)} op-log records")
 
 
-def _text(x: int) -> str:
+def whole_text(x: int) -> str:
     """An integer for a message: in full, unless it is too long to print."""
     return str(x) if x.bit_length() <= 256 else short_number(x)
 
 
-def _ceil_div(a: int, b: int) -> int:
+def ceil_div(a: int, b: int) -> int:
+    """``ceil(a / b)`` for integers, exactly."""
     return -(-a // b)
-
-
-def _ps(nbytes: int, gbs: Fraction) -> int:
-    return ps_for_bytes(nbytes, gbs)
-
-
-def _collective_transfers(p: int, pieces_per_segment: int, algorithm: str) -> int:
-    """Transfers a collective will issue: ring-like algorithms move every segment ``2(p-1)``
-    times; ``direct`` sends the whole vector to every other chip. Every transfer has one
-    consumer on its receiver (a reduction or a copy), so a program holds twice as many ops."""
-    k = pieces_per_segment
-    if algorithm == "direct":
-        return p * (p - 1) * p * k
-    return 2 * (p - 1) * p * k
-
-
-class CollectiveEstimate(NamedTuple):
-    """A collective's cost, estimated before anything is built (:func:`estimate_collective`)."""
-
-    ops: int  #: transfers and the reductions or copies that consume them
-    records: int  #: op-log records: a transfer has one per hop it takes, a consumer one
-    hops: int  #: link indices of the network's route table
-    memory_bytes: int
-    staging_bound: bool  #: the staging buffers, not the chunk size, set the number of chunks
-
-
-def _diameter(t: Topology) -> int:
-    p, kind = t.chips.count, t.chips.topology
-    if kind == "ring":
-        return p // 2
-    if kind == "torus2d":
-        rows, cols = t.chips.torus_dims
-        return rows // 2 + cols // 2
-    return 2 if kind == "switch" else 1
-
-
-def estimate_collective(
-    topo: object, nbytes: int, algorithm: str, chunk_bytes: int | None
-) -> CollectiveEstimate:
-    """The ops, records, route hops and memory of a collective, from its sizes alone.
-
-    A message is cut into chunks of at most ``chunk`` bytes, and into at least
-    ``chips.staging_buffers / 2`` of them (rounded up to a power of two) while it has
-    elements (``sim.collectives.compile.chunks``): a ring-like segment is two messages (one per
-    ring direction), a ``direct`` message is the whole vector (``p`` segments).
-    """
-    t = _topology(topo)
-    p, kind = t.chips.count, t.chips.topology
-    diameter = _diameter(t)
-    hops = p * p * max(1, (diameter + 1) // 2)
-    bpe = t.bpe
-    per_chunk = max(bpe, (t.chips.chunk_bytes if chunk_bytes is None else chunk_bytes) // bpe * bpe)
-    count = nbytes // bpe
-    segment = _ceil_div(count, p)
-    k = max(1, _ceil_div(segment * bpe, per_chunk))
-    depth = 1 << (max(1, t.chips.staging_buffers // 2) - 1).bit_length()
-    staged = _ceil_div(min(depth, count), p) if algorithm == "direct" else min(2 * depth, segment)
-    transfers = _collective_transfers(p, max(k, staged), algorithm)
-    near = algorithm in ("ring", "torus2d")
-    records = transfers * ((2 if kind == "switch" else 1) if near else diameter) + transfers
-    ops = 2 * transfers
-    memory = ops * FABRIC_OP_BYTES + (records - ops) * OPLOG_RECORD_BYTES + hops * ROUTE_HOP_BYTES
-    return CollectiveEstimate(ops, records, hops, memory, staged > k)
-
-
-def check_collective(
-    topo: object, nbytes: object, algorithm: object, chunk_bytes: object
-) -> tuple[int, int | None]:
-    """Validate a collective's arguments and refuse it over budget; returns (nbytes, chunk).
-
-    ``nbytes`` and ``chunk_bytes`` may be numpy integers (returned as ints). The estimate
-    (:func:`estimate_collective`) covers the network's route table (built first) and the
-    schedule's transfers, their consumers and the chunks the staging buffers add.
-    """
-    t = _topology(topo)
-    size = whole_number(nbytes, "message size nbytes")
-    chunk = None if chunk_bytes is None else whole_number(chunk_bytes, "chunk_bytes", minimum=1)
-    if not isinstance(algorithm, str):
-        raise InputError(f"algorithm = {short_repr(algorithm)} must be a string, e.g. 'ring'")
-    p, kind = t.chips.count, t.chips.topology
-    est = estimate_collective(t, size, algorithm, chunk)
-    records, hops = est.records, est.hops
-    what = f"{short_repr(algorithm)} collective of {_text(size)} bytes on {p} chips ({kind})"
-    parts = f"{short_number(records)} transfers/reductions, {short_number(hops)} route hops"
-    fix = "use fewer chips, a smaller message or a larger chips.chunk_kib"
-    if est.staging_bound:
-        buffers = t.chips.staging_buffers
-        parts += (
-            f"; chips.staging_buffers = {buffers} cuts every message into >= {buffers // 2} chunks"
-        )
-        fix = "use fewer chips.staging_buffers (NCCL uses 8) or fewer chips"
-    _check_memory(what, est.memory_bytes, parts)
-    if records + hops > ops_budget():
-        raise BudgetError(
-            f"{what}: about {short_number(records + hops)} operations to simulate ({parts}), "
-            f"over the budget of {ops_budget()}; {fix}, or raise the budget: "
-            f"{OPS_BUDGET_ENV}={records + hops}"
-        )
-    bpe = t.bpe
-    per_chunk = max(bpe, (t.chips.chunk_bytes if chunk is None else chunk) // bpe * bpe)
-    net = t.chips
-    per_transfer = max(bpe, min(per_chunk, size))  # a transfer carries at most one chunk
-    link = _ps(per_transfer, net.link_bw) + net.link_latency_ps
-    worst = records * max(link, _ps(per_transfer, net.reduce_bw))
-    _check_time(what, worst, parts)
-    return size, chunk
 
 
 def check_systolic_layers(layers: int, what: str) -> None:
     """Refuse to build ``layers`` SCALE-Sim layers over the ops or memory budget (before any
     is built: a depth-wise row makes one layer per channel)."""
-    _check_memory(what, layers * SYSTOLIC_LAYER_BYTES, f"{short_number(layers)} layers")
+    check_memory(what, layers * SYSTOLIC_LAYER_BYTES, f"{short_number(layers)} layers")
     ops = layers * SYSTOLIC_LAYER_OPS
     if ops > ops_budget():
         raise BudgetError(

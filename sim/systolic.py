@@ -27,7 +27,7 @@ The mapping, as SCALE-Sim does it (``topology_utils``, ``compute/systolic_comput
 Not modelled: memory stalls (``InterfaceBandwidth: USER``: the stall-free cycles are
 reported), DRAM traffic and the prefetch-inclusive cycle count (they depend on SCALE-Sim's
 buffer replacement, cycle by cycle), sparsity. See ``docs/adr/0008-systolic-scalesim.md``.
-SCALE-Sim's files are read by :mod:`sim.scalesim_files` (ADR 0019), re-exported here.
+SCALE-Sim's files are read by :mod:`sim.scalesim_files` (ADR 0019).
 """
 
 from __future__ import annotations
@@ -43,15 +43,12 @@ __all__ = [
     "DATAFLOWS",
     "ArrayConfig",
     "LayerReport",
-    "ScaleSimConfig",
     "ScaleSimInputError",
     "SramSizes",
     "SystolicLayer",
     "compute_report_csv",
     "dram_accesses",
     "layer_cycles",
-    "read_scalesim_config",
-    "read_scalesim_topology",
     "simulate_layer",
     "simulate_layers",
 ]
@@ -364,11 +361,3 @@ def compute_report_csv(reports: Sequence[LayerReport]) -> str:
         ]
         lines.append(f"{lid}, " + ", ".join(items) + ",")
     return "\n".join(lines) + "\n"
-
-
-# SCALE-Sim's files (.cfg, topology .csv) are read in sim/scalesim_files.py; re-exported here
-from sim.scalesim_files import (  # noqa: E402 (it imports the layer types above)
-    ScaleSimConfig,
-    read_scalesim_config,
-    read_scalesim_topology,
-)

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from sim.errors import TopologyError, short_number, short_repr
+from sim.errors import InputError, TopologyError, short_number, short_repr
 from sim.inputfile import read_text
 from sim.limits import MAX_CODE, MAX_INT_KEY, MAX_OP_PS, MAX_TOPOLOGY_FILE_BYTES
 from sim.pe import PE_MODELS, systolic_tile_cycles
@@ -41,6 +41,7 @@ __all__ = [
     "SRAMConfig",
     "Topology",
     "TopologyError",
+    "as_topology",
     "available_topologies",
     "load_topology",
     "topology_from_env",
@@ -803,3 +804,14 @@ def topology_from_env(default: str = "npu-1h", variable: str = TOPOLOGY_ENV) -> 
             f"{variable}={value}: {exc} Set {variable} to a shipped name or a path to a "
             f"topology .yaml file, or unset it for the default ({default})."
         ) from None
+
+
+def as_topology(topo: object) -> Topology:
+    """``topo`` itself if it is a :class:`Topology`, else an :class:`InputError` that says
+    where to get one (the API's argument check)."""
+    if not isinstance(topo, Topology):
+        raise InputError(
+            f"topo = {short_repr(topo)} must be a sim.Topology; "
+            "get one from sim.load_topology('npu-1h') or a .yaml path"
+        )
+    return topo

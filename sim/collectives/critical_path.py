@@ -10,6 +10,7 @@ from dataclasses import fields
 import numpy as np
 
 from sim.collectives.algorithms import build_schedule
+from sim.collectives.budget import check_collective
 from sim.collectives.compile import fabric_program
 from sim.collectives.steps import (
     Costs,
@@ -26,7 +27,6 @@ from sim.fabric import (
     one_after_another,
     simulate_fabric,
 )
-from sim.limits import check_collective
 from sim.oplog import OpLog
 from sim.topology import Topology
 
@@ -46,7 +46,8 @@ def critical_path(
     (:func:`fabric_program`) timed with ``contention=False`` (ASTRA-sim's congestion-unaware
     analytical network; fair link shares for :data:`SHARED`): its critical path, and the
     release-time bound of the busiest resource on it. Over the simulator's budgets
-    (:func:`sim.limits.check_collective`) both are 0: the model is the analytic terms."""
+    (:func:`~sim.collectives.budget.check_collective`) both are 0: the model is the analytic
+    terms."""
     if net.chips <= 1 or nbytes == 0:
         return 0.0, 0.0
     try:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.collectives.algorithms import build_schedule
+from sim.collectives.budget import check_collective
 from sim.collectives.compile import Compiled, fabric_program
 from sim.collectives.schedule import (
     I64,
@@ -22,7 +23,6 @@ from sim.fabric import (
     build_network,
     simulate_fabric,
 )
-from sim.limits import check_collective
 from sim.oplog import OpLog
 from sim.topology import Topology
 

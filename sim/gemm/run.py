@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.core import simulate
+from sim.gemm.budget import check_gemm, check_gemm_blocks
 from sim.gemm.program import GemmProgram
 from sim.gemm.shape import GemmShape, ShapeError
-from sim.limits import check_gemm, check_gemm_blocks, shape_dims
+from sim.limits import shape_dims
 from sim.oplog import OpLog
 from sim.topology import Topology
 

@@ -355,7 +355,7 @@ def test_budget_is_raised_by_its_environment_variable(monkeypatch: pytest.Monkey
         run_gemm("64x64x64", "double_buffer", TOPO)
     monkeypatch.setenv(OPS_BUDGET_ENV, str(10**12))
     monkeypatch.setenv(MEMORY_BUDGET_ENV, str(1 << 30))
-    from sim.limits import check_collective
+    from sim.collectives.budget import check_collective
 
     assert check_collective(TOPO.replace_chips(count=1000), 4096, "ring", None) == (4096, None)
 

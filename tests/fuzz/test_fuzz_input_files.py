@@ -20,10 +20,9 @@ from fuzz_guard import run_case
 from topology_mutants import BASE_TEXT
 
 from sim import NpuSimError, TopologyError, load_topology
+from sim.scalesim_files import read_scalesim_config, read_scalesim_topology
 from sim.systolic import (
     ScaleSimInputError,
-    read_scalesim_config,
-    read_scalesim_topology,
     simulate_layers,
 )
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PICK = "(256x256x256 or 128x128x128) and not systolic"  # 8 gated configs, quick
 
 SLOWER_DOUBLE_BUFFER = """

@@ -14,7 +14,7 @@ import benches.tp_layer as tpb
 import sim.tp.build as tp
 from sim.tp.config import LAYERS, MODES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PICK = "h128 and p4 and ring"  # every layer x mode, with the data replay: 6 configs
 
 SLOWER_LINKS = """

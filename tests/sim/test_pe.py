@@ -14,9 +14,9 @@ from sim.gemm.run import run_gemm
 from sim.gemm.shape import GemmShape
 from sim.gemm.tile_op import TileOpTiming, tile_op_timing
 from sim.pe import systolic_tile_cycles
-from sim.systolic import read_scalesim_config, read_scalesim_topology
+from sim.scalesim_files import read_scalesim_config, read_scalesim_topology
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 TOPO = load_topology()
 
 
@@ -109,7 +109,7 @@ def test_the_gated_systolic_pe_configs_pass_against_their_baselines(
 ) -> None:
     """The bench's systolic-PE configs are gated and match the committed baseline; the
     figure comparing the two PE models is drawn from them."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     (pytester.path / "benches").mkdir()
     (pytester.path / "baselines").mkdir()
     for name in ("gemm.py", "_gemm_systolic.py", "_shared.py"):

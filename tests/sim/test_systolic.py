@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.__main__ import main
+from sim.scalesim_files import read_scalesim_config, read_scalesim_topology
 from sim.systolic import (
     COMPUTE_REPORT_HEADER,
     DATAFLOWS,
@@ -19,12 +20,10 @@ from sim.systolic import (
     SramSizes,
     SystolicLayer,
     dram_accesses,
-    read_scalesim_config,
-    read_scalesim_topology,
     simulate_layer,
 )
 
-DATA = Path(__file__).parent / "data" / "scalesim"
+DATA = Path(__file__).parents[1] / "data" / "scalesim"
 REFERENCE = json.loads((DATA.parent / "scalesim_reference.json").read_text())["layers"]
 
 

@@ -12,10 +12,12 @@ import sim.core
 import sim.limits
 from sim import BudgetError, allreduce, load_topology, run_gemm
 from sim.collectives import build_schedule, fabric_program
+from sim.collectives.budget import estimate_collective
 from sim.fabric import build_network
-from sim.limits import MEMORY_BUDGET_ENV, OPS_BUDGET_ENV, check_gemm, estimate_collective
+from sim.gemm.budget import check_gemm
+from sim.limits import MEMORY_BUDGET_ENV, OPS_BUDGET_ENV
 
-sys.path.insert(0, str(Path(__file__).parent / "fuzz"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
 from fuzz_guard import time_limit
 
 TOPO = load_topology("npu-1h")

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_npubench import Bench, Metric, Result, Sweep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "pytest_npubench"
 
 

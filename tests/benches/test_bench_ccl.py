@@ -15,7 +15,7 @@ import benches.ccl as ccl
 from sim.collectives import ALGORITHMS, Message, build_schedule, run_schedule
 from sim.fabric import build_network
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PICK = "p8 and 256KiB"  # one size of every gated (topology, algorithm): 17 configs, quick
 EXACT = ["link_bytes_max", "link_bytes_total", "links_used", "transfers", "records"]
 

@@ -19,7 +19,7 @@ from sim.gemm.run import run_gemm
 from sim.gemm.shape import GemmShape, TilePlan
 from sim.topology import Topology
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def gated_params() -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import benches._ccl_figures as ccl_figures
 import benches.ccl as ccl
 from sim.collectives import ALGORITHMS, Message, build_schedule, run_schedule
 from sim.fabric import build_network
@@ -47,7 +48,7 @@ link.Network.reduce_ps = _slower_reduce
 def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
     (pytester.path / "benches").mkdir()
     (pytester.path / "baselines").mkdir()
-    for name in ("ccl.py", "_shared.py"):
+    for name in ("ccl.py", "_ccl_sweep.py", "_ccl_figures.py", "_shared.py"):
         shutil.copy(ROOT / "benches" / name, pytester.path / "benches" / name)
     shutil.copy(ROOT / "baselines" / "ccl.json", pytester.path / "baselines" / "ccl.json")
     return pytester
@@ -207,7 +208,7 @@ def _fake(params: dict[str, Any], source: str = "run", **metrics: float) -> Any:
     return ConfigResult("ccl", ccl.config_id(params), params, dict(metrics), None, "pass", source)  # type: ignore[arg-type]
 
 
-def _cell_grid(times: dict[str, float], source: str = "run") -> ccl.Grid:
+def _cell_grid(times: dict[str, float], source: str = "run") -> ccl_figures.Grid:
     results = {}
     for algorithm, time_ns in times.items():
         params = {"topology": "switch", "chips": 8, "algorithm": algorithm, "size": 1024}
@@ -215,7 +216,7 @@ def _cell_grid(times: dict[str, float], source: str = "run") -> ccl.Grid:
     return ccl.figure_grid(results)
 
 
-def _baseline_grid(source: Any = "baseline") -> ccl.Grid:
+def _baseline_grid(source: Any = "baseline") -> ccl_figures.Grid:
     """The committed baseline as the figures see it (``source(params)`` per config)."""
     configs = json.loads((ROOT / "baselines" / "ccl.json").read_text())["configs"]
     results = {
@@ -228,7 +229,7 @@ def _baseline_grid(source: Any = "baseline") -> ccl.Grid:
 def test_best_algorithm_shows_a_tie_as_a_tie_and_the_winning_margin() -> None:
     """Within TIE of the fastest is a tie (both named); the margin is how much slower the next
     algorithm is; a cell is 'measured' only if all its configs ran in this run."""
-    tie = ccl.fastest(
+    tie = ccl_figures.fastest(
         _cell_grid({"ring": 1000.0, "halving_doubling": 1000.5, "direct": 1500.0}),
         "switch",
         8,
@@ -238,7 +239,7 @@ def test_best_algorithm_shows_a_tie_as_a_tie_and_the_winning_margin() -> None:
     assert tie["winners"] == ["ring", "halving_doubling"]
     assert tie["margin"] == pytest.approx(0.5)
     assert tie["measured"] is True
-    clear = ccl.fastest(
+    clear = ccl_figures.fastest(
         _cell_grid({"ring": 1000.0, "halving_doubling": 1100.0}, "baseline"), "switch", 8, 1024
     )
     assert clear is not None
@@ -250,7 +251,7 @@ def test_busbw_bound_is_each_algorithms_own_per_topology() -> None:
     """The dashed line of busbw_vs_size is each algorithm's own bound at the largest size drawn
     (from algo_bound_busbw_gbs), not one link peak shared by all."""
     configs = json.loads((ROOT / "baselines" / "ccl.json").read_text())["configs"]
-    bounds = ccl.busbw_bounds(_baseline_grid(), "ring")
+    bounds = ccl_figures.busbw_bounds(_baseline_grid(), "ring")
     largest = max(ccl.SIZES)
     for algorithm, bound in bounds.items():
         entry = configs[
@@ -271,11 +272,11 @@ def test_size_figures_count_only_the_configs_they_plot() -> None:
     """busbw_vs_size and time_vs_size draw the 8-chip configs only; their subtitle counts
     those (170), not the whole sweep (1020)."""
     grid = _baseline_grid(lambda p: "run" if ccl.gated(p) else "baseline")
-    plotted = ccl._at_chips(grid, ccl.GATED_CHIPS)
+    plotted = ccl_figures._at_chips(grid, ccl.GATED_CHIPS)
     per_size = sum(len(ccl.algorithms_for(t)) for t in ccl.TOPOLOGIES)
     assert len(plotted) == per_size * len(ccl.SIZES) < len(grid)
     measured = per_size * len(ccl.GATED_SIZES[ccl.GATED_CHIPS])
-    assert ccl._note(plotted, " plotted").startswith(
+    assert ccl_figures._note(plotted, " plotted").startswith(
         f"{len(plotted)} configs plotted on {ccl.TOPOLOGY.fingerprint}: {measured} measured"
     )
 

@@ -32,7 +32,7 @@ gemm.GemmProgram.__init__ = _one_buffer
 def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
     (pytester.path / "benches").mkdir()
     (pytester.path / "baselines").mkdir()
-    for name in ("gemm.py", "_gemm_systolic.py", "_shared.py"):
+    for name in ("gemm.py", "_gemm_figures.py", "_gemm_systolic.py", "_shared.py"):
         shutil.copy(ROOT / "benches" / name, pytester.path / "benches" / name)
     shutil.copy(ROOT / "baselines" / "gemm.json", pytester.path / "baselines" / "gemm.json")
     return pytester
@@ -137,17 +137,17 @@ def _baseline_grid(measured_ids: frozenset[str] = frozenset()) -> Any:
 def test_stage_breakdown_panels_use_a_readable_time_unit_and_mark_reused_panels() -> None:
     """A panel's numbers stay below 1000 in their unit (ms for the 4096^3 shape, not 200000
     us); the black line is the end-to-end latency; a regen-only shape's panel is reused."""
-    import benches.gemm as gemm
+    import benches._gemm_figures as gemm_figures
 
     grid = _baseline_grid(frozenset({"128x128x128-load_ref"}))
-    big = gemm.stage_panel(grid[(4096, 4096, 4096)])
+    big = gemm_figures.stage_panel(grid[(4096, 4096, 4096)])
     assert big["unit"] == "ms"
     assert max(big["latency"]) < 1000 and all(big["reused"])
     row = grid[(4096, 4096, 4096)]
     assert big["latency"][0] == row["load_ref"].metrics["latency_ns"] / 1e6
-    small = gemm.stage_panel(grid[(16, 32, 16)])
+    small = gemm_figures.stage_panel(grid[(16, 32, 16)])
     assert small["unit"] == "ns"
-    mixed = gemm.stage_panel(grid[(128, 128, 128)])
+    mixed = gemm_figures.stage_panel(grid[(128, 128, 128)])
     assert mixed["unit"] == "µs" and mixed["reused"] == [False, True, True, True]
     shapes = list(grid)  # panels in order of M*K*N
     assert [m * k * n for m, k, n in shapes] == sorted(m * k * n for m, k, n in shapes)
@@ -156,10 +156,10 @@ def test_stage_breakdown_panels_use_a_readable_time_unit_and_mark_reused_panels(
 def test_useful_efficiency_is_drawn_once_per_shape() -> None:
     """real / padded MACs depends on the shape only: one value per shape, not one per variant;
     an under-tile shape pads (below 1), a tile-multiple shape does not."""
-    import benches.gemm as gemm
+    import benches._gemm_figures as gemm_figures
 
     grid = _baseline_grid()
-    values = dict(zip(grid, gemm.useful_efficiency(grid), strict=True))
+    values = dict(zip(grid, gemm_figures.useful_efficiency(grid), strict=True))
     assert len(values) == len(grid)
     assert values[(16, 32, 16)] < 1 and values[(256, 256, 256)] == 1
 
@@ -167,10 +167,10 @@ def test_useful_efficiency_is_drawn_once_per_shape() -> None:
 def test_model_ratio_is_simulated_over_modelled_latency_per_config() -> None:
     """theoretical_vs_measured.png plots each config's model_ratio (simulated / modelled
     latency), flagged measured or reused."""
-    import benches.gemm as gemm
+    import benches._gemm_figures as gemm_figures
 
     grid = _baseline_grid(frozenset({"24x48x40-double_buffer"}))
-    ratios = gemm.model_ratios(grid)
+    ratios = gemm_figures.model_ratios(grid)
     index = list(grid).index((24, 48, 40))
     point = next(p for p in ratios["double_buffer"] if p[0] == index)
     metrics = grid[(24, 48, 40)]["double_buffer"].metrics
@@ -181,10 +181,10 @@ def test_model_ratio_is_simulated_over_modelled_latency_per_config() -> None:
 
 def test_roofline_labels_every_shape_once() -> None:
     """Every shape's name appears in exactly one label, at its fastest variant's point."""
-    import benches.gemm as gemm
+    import benches._gemm_figures as gemm_figures
 
     grid = _baseline_grid()
-    labels = gemm.roofline_labels(grid)
+    labels = gemm_figures.roofline_labels(grid)
     names = [name for text in labels for name in text.split("\n")]
     assert sorted(names) == sorted("x".join(map(str, s)) for s in grid)
     by_name = {"x".join(map(str, s)): row for s, row in grid.items()}

@@ -112,7 +112,7 @@ def test_the_gated_systolic_pe_configs_pass_against_their_baselines(
     root = Path(__file__).resolve().parents[2]
     (pytester.path / "benches").mkdir()
     (pytester.path / "baselines").mkdir()
-    for name in ("gemm.py", "_gemm_systolic.py", "_shared.py"):
+    for name in ("gemm.py", "_gemm_figures.py", "_gemm_systolic.py", "_shared.py"):
         shutil.copy(root / "benches" / name, pytester.path / "benches" / name)
     shutil.copy(root / "baselines" / "gemm.json", pytester.path / "baselines" / "gemm.json")
     result = pytester.runpytest_subprocess(

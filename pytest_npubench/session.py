@@ -48,7 +48,7 @@ from pytest_npubench.report import (
     regen_lines,
     unreadable_message,
 )
-from pytest_npubench.shard import SHARD_FILE, Shard, partition, shard_document
+from pytest_npubench.shard import SHARD_FILE, Shard, shard_document
 from pytest_npubench.timeline import draw_timeline
 
 STATE_KEY = pytest.StashKey["NpubenchSession"]()
@@ -758,33 +758,6 @@ def _load_replay(path: str | None) -> dict[str, dict[str, str]] | None:
     if not isinstance(data, dict):
         raise pytest.UsageError(f"--npubench-replay {path}: not a replay file of merged shards")
     return data
-
-
-class ShardSelector:
-    """Keeps this shard's part of the configs that are left after -k/-m (hence ``trylast``)."""
-
-    def __init__(self, state: NpubenchSession) -> None:
-        self.state = state
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(
-        self, config: pytest.Config, items: list[pytest.Item]
-    ) -> None:
-        shard = self.state.shard
-        assert shard is not None
-        costs = [(item.nodeid, _cost(item)) for item in items]
-        owner = partition(costs, shard.count)
-        keep = [item for item, s in zip(items, owner, strict=True) if s == shard.index - 1]
-        others = [item for item, s in zip(items, owner, strict=True) if s != shard.index - 1]
-        if others:
-            config.hook.pytest_deselected(items=others)
-        items[:] = keep
-
-
-def _cost(item: pytest.Item) -> float:
-    if not isinstance(item, BenchItem) or item.bench.cost is None:
-        return 1.0
-    return float(item.bench.cost(dict(item.bench_config.params)))
 
 
 def _bench_paths(config: pytest.Config) -> list[Path]:

@@ -19,6 +19,7 @@ from pytest_npubench.artifacts import artifact_name
 from pytest_npubench.baseline import (
     BaselineError,
     BaselineFile,
+    OutsideLinkError,
     RegenReport,
     load,
     locked,
@@ -391,8 +392,10 @@ class NpubenchSession:
         self.not_accepted.add(bench.name)  # until the write (or an identical file) proves it
         where = self.relpath(report.path)
         try:
-            with locked(report.path):
+            with locked(report.path, inside=(self.config.rootpath, self.baselines_dir)):
                 self._regen_locked(bench, results, report)
+        except OutsideLinkError as exc:  # names the link and its target; no traceback to show
+            self._problem(f"bench {bench.name!r}: {exc}")
         except (OSError, TimeoutError) as exc:
             self._problem(f"{where}: could not lock or write it ({exc}); not written", exc)
 
@@ -448,7 +451,7 @@ class NpubenchSession:
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             return True
         try:
-            write_baseline(path, text)
+            write_baseline(path, text, inside=(self.config.rootpath, self.baselines_dir))
         except Exception as exc:
             where = self.relpath(path)
             self._problem(

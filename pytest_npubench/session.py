@@ -39,6 +39,7 @@ from pytest_npubench.item import (
     ReusedConfigs,
     bench_traceback,
 )
+from pytest_npubench.replay import load_replay
 from pytest_npubench.report import (
     bench_line,
     bench_table,
@@ -77,7 +78,7 @@ class NpubenchSession:
             config.rootpath / "npubench-artifacts"
         )
         self.shard: Shard | None = option.npubench_shard
-        self.replay = _load_replay(option.npubench_replay)
+        self.replay = load_replay(config)
         self.trace: bool = option.npubench_trace
         self.trace_limit: int = option.npubench_trace_limit
         self.benches: list[Bench] = []
@@ -537,7 +538,8 @@ class NpubenchSession:
             payloads,
         )
         try:
-            write_baseline(self.artifacts_dir / SHARD_FILE, text)
+            roots = (self.config.rootpath, self.artifacts_dir)
+            write_baseline(self.artifacts_dir / SHARD_FILE, text, inside=roots)
         except OSError as exc:
             self._problem(f"could not write {self.relpath(self.artifacts_dir)}/{SHARD_FILE}: {exc}")
 
@@ -749,18 +751,6 @@ class NpubenchSession:
                     f"improved: run --regen-baselines to accept: "
                     f"{item_name(bench.name, r.config_id)} ({changes})"
                 )
-
-
-def _load_replay(path: str | None) -> dict[str, dict[str, str]] | None:
-    if path is None:
-        return None
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise pytest.UsageError(f"--npubench-replay {path}: cannot be read ({exc})") from None
-    if not isinstance(data, dict):
-        raise pytest.UsageError(f"--npubench-replay {path}: not a replay file of merged shards")
-    return data
 
 
 def _bench_paths(config: pytest.Config) -> list[Path]:

@@ -144,6 +144,13 @@ class MergeReplay:
                     "re-run the shards from this checkout"
                 )
 
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """What the merge checked, so a log shows it."""
+        terminalreporter.write_line(
+            f"npubench merge: {len(self.shards)} shard(s) accepted (digest, command, parts, "
+            f"payloads); {self.rechecked} config(s) re-simulated, each as its shard says"
+        )
+
 
 def _difference(item: BenchItem, data: Mapping[str, Any]) -> str:
     """'' if running the config here gives what the shard recorded, else what differs."""

@@ -2,12 +2,13 @@
 
 ``--npubench-shard K/N`` keeps the K-th of N parts of the selected configs (balanced by the
 bench's ``cost`` estimate, else by count; the same partition on every machine) and writes
-``shard.json`` beside its results: what it ran and every config's measured result.
-``python -m pytest_npubench merge DIR...`` checks that the shards belong together (one commit,
-one topology per bench, one shard count, each shard once, same command) and re-runs pytest with
-``--npubench-replay``: each item takes its measurement from the shards instead of simulating,
-and everything after that (gate, regen, figures, summaries) is the code path of an unsharded
-run, so the merged artifacts are byte-identical to it.
+``shard.json`` beside its results: what it ran, every config's measured result, and a digest
+of both. ``python -m pytest_npubench merge DIR...`` treats the files as data (ADR 0018): it
+checks them (:mod:`pytest_npubench.shard_load`, :mod:`pytest_npubench.shard_args`), then runs
+pytest in its own process with the shards' (allow-listed) command and a replay plugin
+(:mod:`pytest_npubench.replay`): each item takes its measurement from the shards instead of
+simulating, and everything after that (gate, regen, figures, summaries) is the code path of an
+unsharded run, so the merged artifacts are byte-identical to it.
 """
 
 from __future__ import annotations

@@ -130,6 +130,11 @@ def args_problem(args: Sequence[str]) -> str | None:
             why = REFUSED.get(name, "is not a value the merge replays")
             return f"{_quote(name)} {_quote(value)}: {why}"
         i += 1
+    if not any(_split(a)[0] in ("--npubench", "--regen-baselines") for a in args):
+        return (
+            "selects no bench (neither --npubench nor --regen-baselines): replayed, it would "
+            "collect and run the project's ordinary tests"
+        )
     return None
 
 

@@ -251,6 +251,8 @@ READ_TIME: list[tuple[str, Mutation, str]] = [
     ("unknown-option", add_args("--cov=evil"), "'--cov': is not on the allow-list"),
     ("k-swallows-option", add_args("-k", "--junitxml=/tmp/x"), "'-k' has no value"),
     ("bench-name-junk", add_args("--npubench", "../x"), "'--npubench' '../x'"),
+    ("args-no-bench", both(lambda d: d.__setitem__("args", ["-q"])), "selects no bench"),
+    ("args-empty", both(lambda d: d.__setitem__("args", [])), "selects no bench"),
     # payloads (digest recomputed)
     ("payload-not-json", payload(lambda p: "{not json"), "is not valid JSON"),
     ("payload-list", payload(lambda p: "[]"), "must be an object with the keys"),

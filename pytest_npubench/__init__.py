@@ -3,6 +3,10 @@
 Bench modules use :class:`Bench`, :class:`Sweep`, :class:`Metric` and :class:`Result`; hooks
 and figure functions receive :class:`ConfigResult` objects, and ``pytest_npubench_compare``
 returns a :class:`Comparison`.
+
+PYTEST_DONT_REWRITE: this module holds no assert; the marker keeps pytest from warning that the
+package was imported before it could be rewritten when ``python -m pytest_npubench merge``
+runs pytest in its own process (an error under ``filterwarnings = error``).
 """
 
 from __future__ import annotations

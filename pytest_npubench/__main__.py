@@ -1,25 +1,39 @@
-"""``python -m pytest_npubench merge SHARD_DIR... [--regen-baselines] [--npubench-artifacts=DIR]``
+"""``python -m pytest_npubench merge SHARD_DIR... [--regen-baselines] [--npubench-artifacts=DIR]
+[--recheck N|all]``
 
-Merges the artifact folders of a sweep run as ``--npubench-shard K/N`` on several machines: it
-checks that the shards belong together (see :mod:`pytest_npubench.shard`), then runs the
-shards' own pytest command in replay mode, from the current folder (the project root), so
-results.json, the figures, summary.md, index.html and (with --regen-baselines) the baselines
-are what one unsharded run writes. pytest runs in a child process of the same interpreter.
+Merges the artifact folders of a sweep run as ``--npubench-shard K/N`` on several machines.
+A shard.json is downloaded data, so it is checked before it is used (ADR 0018): read as a
+regular UTF-8 file under 64 MiB, every field type-checked, its digest recomputed, its recorded
+command checked against an allow-list (:mod:`pytest_npubench.shard_args`), the shards checked
+against each other and against this checkout (:mod:`pytest_npubench.shard_load`). Then pytest
+runs here, in this process (no child that could outlive a killed merge, no temp folder), with
+the shards' command and a :class:`~pytest_npubench.replay.MergeReplay` plugin that re-derives
+each part's configs from the split, checks every payload, re-simulates ``--recheck`` configs
+per shard, and refuses before anything runs. Past that, results.json, the figures, summary.md,
+index.html and (with --regen-baselines) the baselines are what one unsharded run writes.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from pytest_npubench.shard import ShardError, load_shards, replay_payloads
+from pytest_npubench import artifacts
+from pytest_npubench.replay import DEFAULT_RECHECK, MergeReplay
+from pytest_npubench.shard import ShardError
+from pytest_npubench.shard_load import ShardFile, load_shards
+
+
+def _recheck(value: str) -> int | None:
+    if value == "all":
+        return None
+    if not value.isdigit() or len(value) > 9:
+        raise argparse.ArgumentTypeError(f"{value!r}: give a number of configs, or all")
+    return int(value)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,9 +50,29 @@ def _parser() -> argparse.ArgumentParser:
         "--npubench-artifacts",
         metavar="DIR",
         default=None,
-        help="where the merged artifacts go (default: the shards' own setting)",
+        help="where the merged artifacts go (default: npubench-artifacts)",
+    )
+    merge.add_argument(
+        "--recheck",
+        metavar="N|all",
+        type=_recheck,
+        default=DEFAULT_RECHECK,
+        help=f"re-simulate N random measured configs of each shard and refuse the merge if "
+        f"one differs (default: {DEFAULT_RECHECK}; 0: none; all: every config)",
     )
     return parser
+
+
+def _check_commit(shards: Sequence[ShardFile]) -> None:
+    """The shards' commit must be this checkout's (when both are known): their numbers are
+    replayed as this code's, and a re-simulated sample is this code's."""
+    here = artifacts.run_metadata((), Path.cwd())["commit"]
+    theirs = shards[0].commit
+    if here is not None and theirs is not None and here != theirs:
+        raise ShardError(
+            f"{shards[0].path}: the shards ran on commit {theirs}, this checkout is {here}; "
+            "merge from a checkout of the shards' commit"
+        )
 
 
 def merge(argv: Sequence[str]) -> int:
@@ -46,10 +80,11 @@ def merge(argv: Sequence[str]) -> int:
     args = _parser().parse_args(argv)
     try:
         shards = load_shards(args.shards)
+        _check_commit(shards)
     except ShardError as exc:
-        print(f"npubench merge: {exc}", file=sys.stderr)
+        print(f"npubench merge: {exc}; nothing written", file=sys.stderr)
         return int(pytest.ExitCode.USAGE_ERROR)
-    regen = bool(shards[0]["regen"])
+    regen = shards[0].regen
     if regen != args.regen_baselines:
         ran = "with" if regen else "without"
         print(
@@ -58,16 +93,10 @@ def merge(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
         return int(pytest.ExitCode.USAGE_ERROR)
-    command = list(shards[0]["args"])
+    command = list(shards[0].args)  # checked against the allow-list by load_shards
     if args.npubench_artifacts is not None:
         command.append(f"--npubench-artifacts={args.npubench_artifacts}")
-    with tempfile.TemporaryDirectory(prefix="npubench-merge-") as tmp:
-        replay = Path(tmp) / "replay.json"
-        replay.write_text(json.dumps(replay_payloads(shards)), encoding="utf-8")
-        # A fresh interpreter: this one has imported the plugin already, which pytest's
-        # assertion rewriting warns about (an error under filterwarnings = error).
-        pytest_cmd = [sys.executable, "-m", "pytest", *command, f"--npubench-replay={replay}"]
-        return subprocess.run(pytest_cmd, check=False).returncode
+    return int(pytest.main(command, plugins=[MergeReplay(shards, args.recheck)]))
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -24,6 +24,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 from pytest_npubench.compare import ConfigResult, relative_change
+from pytest_npubench.inputs import InputError, loads, read_text, short
 
 SCHEMA_VERSION = 1
 
@@ -67,8 +68,9 @@ class BaselineFile:
         return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-#: Longest number literal a baseline may hold (a float64 needs 24 characters; this leaves room).
-MAX_NUMBER_CHARS = 64
+#: Largest baseline file read (the biggest committed one is under 1 MiB); a bigger one is
+#: refused before it is read, not parsed for a minute.
+MAX_BASELINE_BYTES = 64 * 2**20
 
 
 def load(path: Path, bench: str | None = None) -> BaselineFile | None:
@@ -76,29 +78,18 @@ def load(path: Path, bench: str | None = None) -> BaselineFile | None:
 
     Anything a hand edit or a bad merge can put in the file is a BaselineError naming the
     problem (never another exception): bad JSON, duplicate keys, absurd numbers, deep nesting,
-    a directory in its place, the file of another bench.
+    a directory, FIFO or device in its place, more than :data:`MAX_BASELINE_BYTES`, text that
+    is not UTF-8, the file of another bench.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(path, f"cannot be read ({type(exc).__name__}: {exc})") from None
-    try:
-        data = json.loads(
-            text,
-            object_pairs_hook=_no_duplicates,
-            parse_int=_number(int),
-            parse_float=_number(float),
-        )
-    except json.JSONDecodeError as exc:
-        raise BaselineError(
-            path, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        ) from None
-    except _BadJson as exc:
+        text = read_text(path, MAX_BASELINE_BYTES)
+        if text is None:
+            return None
+        data = loads(text, "baseline file")
+    except InputError as exc:
         raise BaselineError(path, str(exc)) from None
-    except RecursionError:
-        raise BaselineError(path, "is nested too deeply to be a baseline file") from None
+    except OSError as exc:
+        raise BaselineError(path, f"cannot be read ({type(exc).__name__}: {exc})") from None
     found = _parse(path, data)
     if bench is not None and found.bench and found.bench != bench:
         raise BaselineError(
@@ -107,31 +98,7 @@ def load(path: Path, bench: str | None = None) -> BaselineFile | None:
     return found
 
 
-class _BadJson(ValueError):
-    """Valid JSON that no baseline writer produces (duplicate keys, absurd numbers)."""
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _BadJson(f"has the key {_short(key)} twice in one object (a bad merge?)")
-        out[key] = value
-    return out
-
-
-def _number(kind: type[int] | type[float]) -> Any:
-    def parse(text: str) -> int | float:
-        if len(text) > MAX_NUMBER_CHARS:
-            raise _BadJson(f"holds a number of {len(text)} characters ({text[:20]}...)")
-        return kind(text)
-
-    return parse
-
-
-def _short(value: object, most: int = 60) -> str:
-    text = repr(value) if not isinstance(value, str) else repr(value[: most + 1])
-    return text if len(text) <= most else text[: most - 3] + "..."
+_short = short
 
 
 def _parse(path: Path, data: object) -> BaselineFile:
@@ -184,11 +151,14 @@ LOCK_TIMEOUT_S = 120.0
 
 
 @contextlib.contextmanager
-def locked(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+def locked(
+    path: Path, timeout_s: float = LOCK_TIMEOUT_S, *, inside: Sequence[Path] | None = None
+) -> Iterator[None]:
     """Hold ``.<name>.lock`` beside ``path`` (an advisory ``flock``) so that writers of one
     baseline file take turns: each reads, merges and writes under the lock, so two regens at
-    once never lose each other's entries. Temp files a killed writer left are removed."""
-    target = _target(path)
+    once never lose each other's entries. Temp files a killed writer left are removed.
+    ``inside``: as for :func:`write_atomic` (checked before any folder is made)."""
+    target = _target(path, inside)
     target.parent.mkdir(parents=True, exist_ok=True)
     lock_path = target.with_name(f".{target.name}.lock")
     with open(lock_path, "a+b") as handle:
@@ -220,18 +190,38 @@ def _acquire(fd: int, lock_path: Path, timeout_s: float) -> None:
             time.sleep(0.05)
 
 
-def _target(path: Path) -> Path:
-    """The file a write must replace: a symlink's target (so a shared baseline stays shared)."""
-    return path.resolve() if path.is_symlink() else path
+class OutsideLinkError(OSError):
+    """A write through a symlink whose target lies outside the folders it may write to."""
 
 
-def write_atomic(path: Path, text: str) -> None:
+def _target(path: Path, inside: Sequence[Path] | None = None) -> Path:
+    """The file a write must replace: a symlink's target (so a shared baseline stays shared).
+
+    With ``inside``, the target (of a dangling link too) must lie in one of those folders;
+    else OutsideLinkError naming the link and its target, before anything is created."""
+    if not path.is_symlink():
+        return path
+    target = path.resolve()
+    if inside is not None:
+        roots = [root.resolve() for root in inside]
+        if not any(root == target or root in target.parents for root in roots):
+            where = " and ".join(str(root) for root in dict.fromkeys(roots))
+            raise OutsideLinkError(
+                f"{path} is a symlink to {target}, which is outside {where}; not written "
+                "through (point the link inside the project, or replace it with a file)"
+            )
+    return target
+
+
+def write_atomic(path: Path, text: str, *, inside: Sequence[Path] | None = None) -> None:
     """Replace ``path`` with ``text`` all at once: temp file in the same folder, then rename.
 
     A crash at any point leaves either the old file or the new one, never a mix. A symlink is
-    written through: its target is replaced and the link stays.
+    written through: its target is replaced and the link stays. With ``inside`` (e.g. the
+    project root and the baselines folder), a symlink whose target lies outside all of them
+    is refused with OutsideLinkError (an OSError) and nothing is written or created.
     """
-    path = _target(path)
+    path = _target(path, inside)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from pytest_npubench import hookspecs
-from pytest_npubench.session import STATE_KEY, NpubenchSession, ShardSelector
+from pytest_npubench.session import STATE_KEY, NpubenchSession
 from pytest_npubench.shard import parse_shard
+from pytest_npubench.shard_select import ShardSelector
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pytest_npubench.baseline import BaselineError, RegenReport, load, locked, merge
+from pytest_npubench.baseline import (
+    BaselineError,
+    OutsideLinkError,
+    RegenReport,
+    load,
+    locked,
+    merge,
+)
 from pytest_npubench.baseline import write_atomic as write_baseline
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
@@ -32,8 +39,10 @@ class Regen:
         state.not_accepted.add(bench.name)  # until the write (or an identical file) proves it
         where = state.relpath(report.path)
         try:
-            with locked(report.path):
+            with locked(report.path, inside=(state.config.rootpath, state.baselines_dir)):
                 self._locked(bench, results, report)
+        except OutsideLinkError as exc:  # names the link and its target; no traceback to show
+            state.problem(f"bench {bench.name!r}: {exc}")
         except (OSError, TimeoutError) as exc:
             state.problem(f"{where}: could not lock or write it ({exc}); not written", exc)
 
@@ -92,7 +101,8 @@ class Regen:
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             return True
         try:
-            write_baseline(path, text)
+            state = self.state
+            write_baseline(path, text, inside=(state.config.rootpath, state.baselines_dir))
         except Exception as exc:
             where = self.state.relpath(path)
             self.state.problem(

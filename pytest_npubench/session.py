@@ -33,10 +33,11 @@ from pytest_npubench.bench import Bench, Metric
 from pytest_npubench.collection import Collection
 from pytest_npubench.compare import Comparison, ConfigResult, compare_metric
 from pytest_npubench.figure_jobs import FigureJobs
-from pytest_npubench.item import PROBLEM_KEY, BenchItem
+from pytest_npubench.item import PROBLEM_KEY
 from pytest_npubench.regen import Regen
+from pytest_npubench.replay import load_replay
 from pytest_npubench.run_baselines import RunBaselines
-from pytest_npubench.shard import SHARD_FILE, partition, shard_document
+from pytest_npubench.shard import SHARD_FILE, shard_document
 from pytest_npubench.state import RunState
 from pytest_npubench.terminal import TerminalSummary
 from pytest_npubench.writer import ArtifactWriter
@@ -49,7 +50,7 @@ class NpubenchSession(RunState):
 
     def __init__(self, config: pytest.Config) -> None:
         super().__init__(config)
-        self.replay = _load_replay(config.option.npubench_replay)
+        self.replay = load_replay(config)
         self.collection = Collection(self, self)
         self.baselines = RunBaselines(self)
         self.figures = FigureJobs(self)
@@ -191,7 +192,8 @@ class NpubenchSession(RunState):
             payloads,
         )
         try:
-            write_baseline(self.artifacts_dir / SHARD_FILE, text)
+            roots = (self.config.rootpath, self.artifacts_dir)
+            write_baseline(self.artifacts_dir / SHARD_FILE, text, inside=roots)
         except OSError as exc:
             self._problem(f"could not write {self.relpath(self.artifacts_dir)}/{SHARD_FILE}: {exc}")
 
@@ -209,42 +211,3 @@ class NpubenchSession(RunState):
         """Per bench a table (regressions first), then what regen wrote, artifacts and errors."""
         if not self.is_worker:
             self.terminal.write(terminalreporter)
-
-
-def _load_replay(path: str | None) -> dict[str, dict[str, str]] | None:
-    if path is None:
-        return None
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise pytest.UsageError(f"--npubench-replay {path}: cannot be read ({exc})") from None
-    if not isinstance(data, dict):
-        raise pytest.UsageError(f"--npubench-replay {path}: not a replay file of merged shards")
-    return data
-
-
-class ShardSelector:
-    """Keeps this shard's part of the configs that are left after -k/-m (hence ``trylast``)."""
-
-    def __init__(self, state: NpubenchSession) -> None:
-        self.state = state
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(
-        self, config: pytest.Config, items: list[pytest.Item]
-    ) -> None:
-        shard = self.state.shard
-        assert shard is not None
-        costs = [(item.nodeid, _cost(item)) for item in items]
-        owner = partition(costs, shard.count)
-        keep = [item for item, s in zip(items, owner, strict=True) if s == shard.index - 1]
-        others = [item for item, s in zip(items, owner, strict=True) if s != shard.index - 1]
-        if others:
-            config.hook.pytest_deselected(items=others)
-        items[:] = keep
-
-
-def _cost(item: pytest.Item) -> float:
-    if not isinstance(item, BenchItem) or item.bench.cost is None:
-        return 1.0
-    return float(item.bench.cost(dict(item.bench_config.params)))

@@ -2,26 +2,31 @@
 
 ``--npubench-shard K/N`` keeps the K-th of N parts of the selected configs (balanced by the
 bench's ``cost`` estimate, else by count; the same partition on every machine) and writes
-``shard.json`` beside its results: what it ran and every config's measured result.
-``python -m pytest_npubench merge DIR...`` checks that the shards belong together (one commit,
-one topology per bench, one shard count, each shard once, same command) and re-runs pytest with
-``--npubench-replay``: each item takes its measurement from the shards instead of simulating,
-and everything after that (gate, regen, figures, summaries) is the code path of an unsharded
-run, so the merged artifacts are byte-identical to it.
+``shard.json`` beside its results: what it ran, every config's measured result, and a digest
+of both. ``python -m pytest_npubench merge DIR...`` treats the files as data (ADR 0018): it
+checks them (:mod:`pytest_npubench.shard_load`, :mod:`pytest_npubench.shard_args`), then runs
+pytest in its own process with the shards' (allow-listed) command and a replay plugin
+(:mod:`pytest_npubench.replay`): each item takes its measurement from the shards instead of
+simulating, and everything after that (gate, regen, figures, summaries) is the code path of an
+unsharded run, so the merged artifacts are byte-identical to it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 SHARD_FILE = "shard.json"
-SHARD_SCHEMA = 1
+#: 2: with a digest (issue 22); shards of schema 1 are refused (re-run them)
+SHARD_SCHEMA = 2
+#: Largest shard.json the merge reads (the full regen sweep in one shard is about 3 MiB).
+MAX_SHARD_BYTES = 64 * 2**20
 #: Options (each with a value) that say how or where a run ran, not what it measured: xdist's,
 #: pytest's temp folder, the artifact folder, sharding and replay.
 HOW_OPTIONS = (
@@ -48,8 +53,13 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
+#: The most parts a sweep may be split into: far more machines than any CI matrix has, and
+#: small enough that a mistyped count is a clear usage error instead of a huge allocation.
+MAX_SHARDS = 1_000_000
+
+
 def parse_shard(value: str) -> Shard:
-    """``K/N`` with 1 <= K <= N."""
+    """``K/N`` with 1 <= K <= N <= :data:`MAX_SHARDS`."""
     try:
         k, n = (int(part) for part in value.split("/"))
     except ValueError:
@@ -59,19 +69,31 @@ def parse_shard(value: str) -> Shard:
             f"--npubench-shard {value!r}: give K/N with 1 <= K <= N, e.g. --npubench-shard 2/4 "
             "for the second of four parts"
         )
+    if n > MAX_SHARDS:
+        raise pytest.UsageError(
+            f"--npubench-shard {value[:40]!r}: at most {MAX_SHARDS} parts (N); a part per "
+            "machine of the CI matrix, e.g. --npubench-shard 2/4"
+        )
     return Shard(k, n)
 
 
 def partition(costs: Sequence[tuple[str, float]], count: int) -> list[int]:
     """The shard (0-based) of each item: longest first onto the least loaded shard (ties: the
-    lower shard, then item order), so the same items give the same parts on every machine."""
+    lower shard, then item order), so the same items give the same parts on every machine.
+
+    O(items log items) whatever ``count`` is: the shards not used yet all have load 0, so the
+    least loaded one is the least loaded used shard (a heap) or the next unused one."""
     order = sorted(range(len(costs)), key=lambda i: (-costs[i][1], costs[i][0]))
-    load = [0.0] * count
+    used: list[tuple[float, int]] = []  # (load, shard) of the shards given an item
     shard_of = [0] * len(costs)
     for i in order:
-        target = min(range(count), key=lambda s: (load[s], s))
+        fresh = len(used)  # shards are taken in order: 0 .. fresh-1 are the used ones
+        if fresh < count and (not used or (0.0, fresh) < used[0]):
+            target, load = fresh, 0.0
+        else:
+            load, target = heapq.heappop(used)
         shard_of[i] = target
-        load[target] += costs[i][1]
+        heapq.heappush(used, (load + costs[i][1], target))
     return shard_of
 
 
@@ -93,6 +115,15 @@ def canonical_args(args: Sequence[str]) -> list[str]:
     return out
 
 
+def digest(data: Mapping[str, Any]) -> str:
+    """``sha256:<hex>`` of a shard document without its ``digest`` key, serialised
+    canonically (sorted keys, no spaces, ASCII): what was measured, with the commit, the split,
+    the command and the topology it was measured with."""
+    body = {key: value for key, value in data.items() if key != "digest"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
 def shard_document(
     shard: Shard,
     args: Sequence[str],
@@ -101,8 +132,8 @@ def shard_document(
     fingerprints: Mapping[str, str | None],
     payloads: Mapping[str, Mapping[str, str]],
 ) -> str:
-    """shard.json: what one shard ran and what it measured."""
-    data = {
+    """shard.json: what one shard ran and what it measured, and the digest of both."""
+    data: dict[str, Any] = {
         "schema": SHARD_SCHEMA,
         "shard": [shard.index, shard.count],
         "args": canonical_args(args),
@@ -111,68 +142,9 @@ def shard_document(
         "fingerprints": dict(fingerprints),
         "results": {bench: dict(sorted(p.items())) for bench, p in sorted(payloads.items())},
     }
+    data["digest"] = digest(data)
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
 class ShardError(Exception):
-    """Shards that cannot be merged; the message names the shard and the fix."""
-
-
-def load_shards(dirs: Sequence[Path]) -> list[dict[str, Any]]:
-    """Read and cross-check the shard.json of each folder; ShardError if they do not fit."""
-    shards: list[dict[str, Any]] = []
-    for folder in dirs:
-        path = folder / SHARD_FILE
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ShardError(
-                f"{path}: not a shard ({exc}); give the artifact folders that runs with "
-                "--npubench-shard K/N wrote"
-            ) from None
-        if not isinstance(data, dict) or data.get("schema") != SHARD_SCHEMA:
-            raise ShardError(f"{path}: not a shard file of schema {SHARD_SCHEMA}")
-        data["_path"] = str(path)
-        shards.append(data)
-    if not shards:
-        raise ShardError("no shard folders given; usage: python -m pytest_npubench merge DIR...")
-    first = shards[0]
-    for key, what in (
-        ("commit", "commit"),
-        ("fingerprints", "topology"),
-        ("args", "command"),
-        ("regen", "--regen-baselines"),
-    ):
-        for other in shards[1:]:
-            if other[key] != first[key]:
-                raise ShardError(
-                    f"{other['_path']}: its {what} ({other[key]!r}) differs from that of "
-                    f"{first['_path']} ({first[key]!r}); merge shards of one run only"
-                )
-    count = first["shard"][1]
-    seen: dict[int, str] = {}
-    for shard in shards:
-        index, n = shard["shard"]
-        if n != count:
-            raise ShardError(
-                f"{shard['_path']}: shard {index}/{n} is not one of {count} like "
-                f"{first['_path']}; merge shards of one split only"
-            )
-        if index in seen:
-            raise ShardError(f"{shard['_path']}: shard {index}/{n} is also in {seen[index]}")
-        seen[index] = shard["_path"]
-    missing = [str(k) for k in range(1, count + 1) if k not in seen]
-    if missing:
-        raise ShardError(
-            f"shard(s) {', '.join(missing)} of {count} are missing; give every shard folder"
-        )
-    return shards
-
-
-def replay_payloads(shards: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
-    """Every measured config's payload, by bench and config id, from all shards."""
-    merged: dict[str, dict[str, str]] = {}
-    for shard in shards:
-        for bench, payloads in shard["results"].items():
-            merged.setdefault(bench, {}).update(payloads)
-    return merged
+    """Shards that cannot be merged; the message names the shard file, the entry and the fix."""

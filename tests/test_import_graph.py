@@ -235,3 +235,47 @@ def test_the_packages_import_in_layers(package: str) -> None:
         assert inside <= set(mods[:at]), (m, sorted(inside - set(mods[:at])))
         beyond = {t for t in found[m] if not t.startswith(package)}
         assert beyond <= outside, (m, sorted(beyond - outside))
+
+
+#: docs/architecture.md's table "The simulator": what each module or package of sim may import
+ALLOWED = {
+    "sim.units": set(),
+    "sim.errors": set(),
+    "sim.limits": {"errors"},
+    "sim.inputfile": {"errors"},
+    "sim.systolic": {"errors", "limits"},
+    "sim.scalesim_files": {"systolic", "inputfile", "limits"},
+    "sim.pe": {"systolic"},
+    "sim.topology": {"errors", "inputfile", "limits", "pe", "systolic", "units"},
+    "sim.hbm": {"topology"},
+    "sim.oplog": {"limits"},
+    "sim.core": {"oplog", "limits", "errors"},
+    "sim.program": {"core", "hbm", "oplog", "topology", "units"},
+    "sim.gemm": {"core", "hbm", "oplog", "limits", "topology", "units", "pe", "errors"},
+    "sim.fabric": {"topology", "oplog", "units"},
+    "sim.collectives": {"fabric", "topology", "limits", "errors", "oplog", "units"},
+    "sim.tp": {
+        *("gemm", "fabric", "collectives", "core", "hbm"),
+        *("oplog", "topology", "units", "errors"),
+    },
+    "sim.trace": {"oplog"},
+    "sim.__main__": {"errors", "gemm", "scalesim_files", "systolic", "topology"},
+}
+
+
+def test_each_part_of_sim_imports_only_what_the_architecture_page_allows() -> None:
+    """Every module (or package) of sim but its ``__init__`` against docs/architecture.md's
+    table; a new module, or a new import between parts, changes the page in the same commit."""
+    found: dict[str, set[str]] = {}
+    for module, targets in graph("sim").items():
+        if module == "sim":
+            continue
+        part = ".".join(module.split(".")[:2])
+        found.setdefault(part, set()).update(
+            ".".join(t.split(".")[:2])[4:]
+            for t in targets
+            if not (t == part or t.startswith(part + "."))
+        )
+    assert sorted(found) == sorted(ALLOWED), "a part of sim the page does not list"
+    extra = {part: sorted(found[part] - ALLOWED[part]) for part in ALLOWED}
+    assert {part: deps for part, deps in extra.items() if deps} == {}

@@ -68,7 +68,7 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
     machine. That is the congestion-unaware critical path of
     :func:`sim.collectives.model.model`. A one-shot program (``direct``: :class:`OneShot`)
     is then timed round by round in numpy (:func:`one_shot_uncontended`), with the same
-    recurrences and so the same log (``tests/test_fabric_fast.py`` compares both with an
+    recurrences and so the same log (``tests/sim/test_fabric_fast.py`` compares both with an
     independent oracle).
     With contention, direct on a fully connected or switch network is timed from chip 0's
     share of the events and the other chips' records follow by turning the chips

@@ -24,7 +24,7 @@ __all__ = ["FAST_PATH_BLOCKS_PER_OP", "check_gemm", "check_gemm_blocks"]
 def check_gemm(M: int, K: int, N: int, topo: object, *, extrapolate: bool = True) -> None:
     """Refuse a GEMM whose op log, block states or end time would exceed the budgets.
 
-    Counts follow the tile plan (docs/architecture.md, "GEMM"): ``Mt*Kt*Nt`` tile-ops, each at
+    Counts follow the tile plan (docs/adr/0006): ``Mt*Kt*Nt`` tile-ops, each at
     most two loads, a fetch and a GEMM issue, one store per output tile and one panel load per
     row; HBM traffic is at most the reference variant's (every tile-op loads its A and B tiles).
     """

@@ -1,7 +1,8 @@
 """Replay a GEMM op log on real data moved through byte-addressed HBM, SRAM and PE memory.
 
-The functional contract (DESIGN.md "GEMM"): every op carries the data it moves
-(:class:`sim.core.Access`). :func:`check_gemm_data` fills HBM with integer-valued A and B
+The functional contract (docs/architecture.md, "Data flow"; docs/adr/0006): every op carries
+the data it moves (:class:`sim.core.Access`). :func:`check_gemm_data` fills HBM with
+integer-valued A and B
 (stored pre-tiled, as the program's address map says), then executes every op's access
 against byte arrays: a DMA copies the bytes of its source range to its destination, a
 fetch copies SRAM into a PE operand slot, a tile-op multiplies what its slot holds and

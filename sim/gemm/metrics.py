@@ -1,6 +1,6 @@
 """A GEMM run's metrics from its op log: busy time, occupancy, windows, utilisation, bytes.
 
-Definitions (DESIGN.md "Metrics", docs/adr/0006):
+Definitions (README "GEMM metrics", docs/adr/0006):
 
 * an engine's **busy** time is the time it is *held*: a DMA engine for its setup, the
   fetch unit for its service, the PE issue slot for T per tile-op. A stage's busy time

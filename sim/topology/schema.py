@@ -1,10 +1,6 @@
-"""Hardware descriptions: load, validate and fingerprint ``sim/topologies/*.yaml``.
-
-Every hardware constant of the project lives in a topology YAML file. This module turns
-one into frozen dataclasses; the simulator and the analytic models read the same objects,
-so no other file holds a hardware number. Derived values (per-pseudo-channel bandwidth,
-peak PE throughput, picosecond durations) are computed here, never stored in YAML.
-"""
+"""The topology schema: every key with its kind and meaning, the checks a value must pass
+(finite, positive, whole picoseconds, inside what the simulator represents), and
+:class:`Topology`, built only through validation (:func:`build`), fingerprinted by content."""
 
 from __future__ import annotations
 
@@ -13,184 +9,33 @@ import hashlib
 import json
 import math
 import numbers
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sim.errors import InputError, TopologyError, short_number, short_repr
-from sim.inputfile import read_text
-from sim.limits import MAX_CODE, MAX_INT_KEY, MAX_OP_PS, MAX_TOPOLOGY_FILE_BYTES
+from sim.limits import MAX_CODE, MAX_INT_KEY, MAX_OP_PS
 from sim.pe import PE_MODELS, systolic_tile_cycles
 from sim.systolic import DATAFLOWS
+from sim.topology.sections import (
+    _PE_SYSTOLIC,
+    _PE_TILE_ONLY,
+    ChipsConfig,
+    DMAConfig,
+    DTypeConfig,
+    FetchConfig,
+    HBMConfig,
+    PEConfig,
+    SRAMConfig,
+    _exact,
+)
 from sim.units import PS_PER_NS, ps_for_bytes
 
-__all__ = [
-    "TOPOLOGY_DIR",
-    "ChipsConfig",
-    "DMAConfig",
-    "DTypeConfig",
-    "FetchConfig",
-    "HBMConfig",
-    "PEConfig",
-    "SRAMConfig",
-    "Topology",
-    "TopologyError",
-    "as_topology",
-    "available_topologies",
-    "load_topology",
-    "topology_from_env",
-]
+__all__ = ["CHIP_TOPOLOGIES", "Topology", "as_topology", "build"]
 
-TOPOLOGY_DIR = Path(__file__).parent / "topologies"
 CHIP_TOPOLOGIES = ("ring", "fully_connected", "torus2d", "switch")
-
-
-def _exact(value: float | int) -> Fraction:
-    """The exact decimal value of a YAML number (0.1 -> 1/10, not the nearest binary float)."""
-    return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
-
-
-@dataclass(frozen=True)
-class DTypeConfig:
-    bytes_per_element: int
-
-
-@dataclass(frozen=True)
-class PEConfig:
-    """The PE. ``model: tile`` (the default) is a pipeline of ``pipeline_stages`` stages of
-    ``stage_ns``; ``model: systolic`` is a ``rows x cols`` array running ``dataflow``, one step
-    per clock cycle (``cycle_ps``, from ``clock_ghz``), whose ``stage_ns`` (the tile-op issue
-    interval) and ``pipeline_stages`` (1: tile-ops do not overlap) are derived at load by
-    :mod:`sim.pe`, not written in the file (docs/adr/0012)."""
-
-    tile_m: int
-    tile_k: int
-    tile_n: int
-    pipeline_stages: int
-    stage_ns: float
-    operand_slots: int
-    model: str = "tile"
-    rows: int = 0
-    cols: int = 0
-    dataflow: str = ""
-    cycle_ps: int = 0
-
-    @property
-    def stage_ps(self) -> int:
-        return _whole_ps(self.stage_ns)
-
-    @property
-    def tile_macs(self) -> int:
-        return self.tile_m * self.tile_k * self.tile_n
-
-    @property
-    def peak_macs_per_ns(self) -> float:
-        """Peak PE throughput: one tile-op of m*k*n MACs every T ns (tile); every PE of the
-        array doing one MAC per cycle (systolic, as SCALE-Sim's overall utilisation counts)."""
-        if self.model == "systolic":
-            return self.rows * self.cols * PS_PER_NS / self.cycle_ps
-        return self.tile_macs / float(self.stage_ns)
-
-    def content(self) -> dict[str, Any]:
-        """The keys the topology file gives (derived values left out): what is fingerprinted."""
-        out = dataclasses.asdict(self)
-        # a tile PE's content is what it was before pe.model existed (same fingerprints)
-        left_out: tuple[str, ...] = ("model", *_PE_SYSTOLIC, "cycle_ps")
-        if self.model == "systolic":
-            left_out = (*_PE_TILE_ONLY, "cycle_ps")
-        return {k: v for k, v in out.items() if k not in left_out}
-
-
-@dataclass(frozen=True)
-class FetchConfig:
-    fetch_gbs: float
-
-    @property
-    def bw(self) -> Fraction:
-        return _exact(self.fetch_gbs)
-
-
-@dataclass(frozen=True)
-class SRAMConfig:
-    capacity_kib: int
-
-    @property
-    def capacity_bytes(self) -> int:
-        return self.capacity_kib * 1024
-
-
-@dataclass(frozen=True)
-class HBMConfig:
-    num_pcs: int
-    hbm_to_router_bw_gbs: float
-    burst_bytes: int
-    latency_ns: float
-
-    @property
-    def bw(self) -> Fraction:
-        return _exact(self.hbm_to_router_bw_gbs)
-
-    @property
-    def pc_bw(self) -> Fraction:
-        """Per pseudo-channel bandwidth in GB/s, derived: aggregate / num_pcs."""
-        return self.bw / self.num_pcs
-
-    @property
-    def pc_bw_gbs(self) -> float:
-        return float(self.pc_bw)
-
-    @property
-    def burst_ps(self) -> int:
-        """Time one pseudo-channel takes to serve one burst."""
-        return ps_for_bytes(self.burst_bytes, self.pc_bw)
-
-    @property
-    def latency_ps(self) -> int:
-        return _whole_ps(self.latency_ns)
-
-
-@dataclass(frozen=True)
-class DMAConfig:
-    engines: int
-    setup_ns: float
-
-    @property
-    def setup_ps(self) -> int:
-        return _whole_ps(self.setup_ns)
-
-
-@dataclass(frozen=True)
-class ChipsConfig:
-    count: int
-    topology: str
-    torus_dims: tuple[int, int]
-    link_bw_gbs: float
-    link_latency_ns: float
-    reduce_gbs: float
-    chunk_kib: int
-    staging_buffers: int
-
-    @property
-    def link_bw(self) -> Fraction:
-        return _exact(self.link_bw_gbs)
-
-    @property
-    def reduce_bw(self) -> Fraction:
-        return _exact(self.reduce_gbs)
-
-    @property
-    def link_latency_ps(self) -> int:
-        return _whole_ps(self.link_latency_ns)
-
-    @property
-    def chunk_bytes(self) -> int:
-        return self.chunk_kib * 1024
 
 
 @dataclass(frozen=True)
@@ -239,13 +84,6 @@ class Topology:
         return out
 
 
-def _whole_ps(ns: float) -> int:
-    ps = _exact(ns) * PS_PER_NS
-    if ps.denominator != 1:
-        raise TopologyError(f"{ns} ns is not a whole number of picoseconds")
-    return int(ps)
-
-
 # --- schema -------------------------------------------------------------------------------
 # section -> key -> (kind, description). kinds: "int" positive integer, "num" positive number,
 # "ns" positive number of whole picoseconds, "choice", "dims".
@@ -278,13 +116,6 @@ _SCHEMA: dict[str, dict[str, tuple[str, str]]] = {
         "chunk_kib": ("int", "collective chunk size in KiB"),
         "staging_buffers": ("int", "receive buffers (one chunk each) per link peer"),
     },
-}
-# pe.model: systolic replaces the tile pipeline's two keys by the array's three
-_PE_TILE_ONLY = ("pipeline_stages", "stage_ns")
-_PE_SYSTOLIC: dict[str, tuple[str, str]] = {
-    "rows": ("int", "PE rows of the systolic array"),
-    "cols": ("int", "PE columns of the systolic array"),
-    "dataflow": ("choice", "systolic dataflow: " + ", ".join(DATAFLOWS)),
 }
 _CHOICES = {"chips.topology": CHIP_TOPOLOGIES, "pe.model": PE_MODELS, "pe.dataflow": DATAFLOWS}
 _TOP_LEVEL = {"name", "clock_ghz", *_SCHEMA}
@@ -622,190 +453,6 @@ def _normal(section: object) -> dict[str, Any]:
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()}
 
 
-def available_topologies() -> list[str]:
-    """Names of the topologies shipped in ``sim/topologies``."""
-    return sorted(p.stem for p in TOPOLOGY_DIR.glob("*.yaml"))
-
-
-try:  # libyaml's parser is ~15x faster; the resolvers and constructors below are the same
-    from yaml import CSafeLoader as _SafeBase
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _SafeBase  # type: ignore[assignment]
-
-
-class _DuplicateKey(Exception):
-    """A mapping of the file gives one key twice (YAML would silently keep the last)."""
-
-    def __init__(self, key: object, first: int, second: int) -> None:
-        super().__init__(key, first, second)
-        self.key, self.first, self.second = key, first, second
-
-
-class _Loader(_SafeBase):
-    """``yaml.SafeLoader`` (libyaml's when built) with YAML 1.2 core-schema scalars.
-
-    YAML 1.1 reads ``1:30`` as 90 (base 60), ``017`` as 15, ``yes`` as true and dates as
-    datetimes; here those stay strings, so the validator refuses them as not a number.
-    Integers of more than 30 digits are kept as text (no 5000-digit int is ever built).
-    A key given twice in one mapping is an error (:class:`_DuplicateKey`), not last-wins.
-    """
-
-    yaml_implicit_resolvers = {}  # noqa: RUF012 (PyYAML's own class-level table)
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
-        """SafeConstructor's mapping, refusing a key given twice (merge keys ``<<`` aside)."""
-        seen: dict[object, int] = {}
-        for key_node, _value in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
-                continue  # a complex key is refused by the validator; a merge may be overridden
-            key = self.construct_object(key_node)
-            line = key_node.start_mark.line + 1
-            try:
-                if key in seen:
-                    raise _DuplicateKey(key, seen[key], line)
-                seen[key] = line
-            except TypeError:  # unhashable: SafeConstructor says so
-                continue
-        return super().construct_mapping(node, deep=deep)
-
-
-def _construct_int(loader: _SafeBase, node: yaml.Node) -> int | str:
-    text = str(loader.construct_scalar(node))  # type: ignore[arg-type]
-    if len(text.lstrip("+-")) > _MAX_INT_DIGITS:
-        return _Oversized(text)
-    return int(text, 10)
-
-
-def _construct_float(loader: _SafeBase, node: yaml.Node) -> float:
-    text = str(loader.construct_scalar(node)).lower()  # type: ignore[arg-type]
-    special = {".inf": math.inf, "+.inf": math.inf, "-.inf": -math.inf, ".nan": math.nan}
-    return special[text] if text in special else float(text)
-
-
-_RESOLVERS = [
-    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
-    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
-    ("tag:yaml.org,2002:int", r"^[-+]?[0-9]+$", "-+0123456789"),
-    (
-        "tag:yaml.org,2002:float",
-        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-        "-+0123456789.",
-    ),
-    ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
-]
-for _tag, _regexp, _first in _RESOLVERS:
-    _Loader.add_implicit_resolver(_tag, re.compile(_regexp), list(_first))
-_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-
-
-_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
-
-
-def _resolve(name_or_path: object) -> Path:
-    """The file a shipped name or a path designates; a directory is an error of its own."""
-    known = f"Known topologies: {', '.join(available_topologies())}"
-    if not isinstance(name_or_path, (str, os.PathLike)) or not os.fspath(name_or_path):
-        raise TopologyError(
-            f"topology {short_repr(name_or_path)} must be a shipped name or a path to a "
-            f".yaml file. {known}."
-        )
-    text = os.fspath(name_or_path)
-    if not isinstance(text, str) or "\x00" in text:
-        raise TopologyError(f"topology path {short_repr(text)} is not a valid path. {known}.")
-    path = Path(text)
-    try:
-        is_dir = path.is_dir()
-    except OSError as exc:
-        raise TopologyError(f"{short_repr(text)}: cannot be read ({exc.strerror}).") from None
-    if is_dir:
-        raise TopologyError(
-            f"{path}: is a directory, not a topology file. Pass a .yaml file in it, or a "
-            f"shipped name. {known}."
-        )
-    if not path.suffix and "/" not in text and os.sep not in text:
-        path = TOPOLOGY_DIR / f"{text}.yaml"
-    return path
-
-
-def _read(path: Path) -> str:
-    """The file's text: a regular file (never a FIFO or device), UTF-8, at most 1 MiB."""
-    known = f"Known topologies: {', '.join(available_topologies())}"
-    return read_text(
-        path,
-        what="topology file",
-        limit=MAX_TOPOLOGY_FILE_BYTES,
-        error=TopologyError,
-        hint=f"{known}; or pass a path to a .yaml file.",
-    )
-
-
-_MAX_NESTING = 32  # a topology nests two levels deep; PyYAML recurses once per level
-_BRACKETS = re.compile(r"[\[\]{}]")
-
-
-def _check_nesting(path: Path, text: str) -> None:
-    """Refuse deep ``[``/``{`` nesting before PyYAML recurses into it (slow, then it fails)."""
-    depth = 0
-    for m in _BRACKETS.finditer(text):
-        depth += 1 if m.group() in "[{" else -1
-        if depth > _MAX_NESTING:
-            line = text.count("\n", 0, m.start()) + 1
-            raise TopologyError(
-                f"{path}: not valid YAML (nested too deeply: more than {_MAX_NESTING} levels "
-                f"of [ or {{ by line {line}). Fix the syntax."
-            )
-
-
-def load_topology(name_or_path: str | Path = "npu-1h") -> Topology:
-    """Load and validate a topology by shipped name (``"npu-1h"``) or by YAML file path.
-
-    Any problem is a :class:`TopologyError` naming the file, the key, the value (shortened)
-    and the fix: unreadable or non-UTF-8 files, YAML errors, unknown or missing keys, values
-    that are not finite positive numbers, or beyond what the simulator represents.
-    """
-    path = _resolve(name_or_path)
-    text = _read(path)
-    _check_nesting(path, text)
-    try:
-        data = yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
-    except RecursionError:
-        raise TopologyError(
-            f"{path}: not valid YAML (nested too deeply). Fix the syntax."
-        ) from None
-    except _DuplicateKey as dup:
-        raise TopologyError(
-            f"{path}: key {short_repr(dup.key)} is given twice in one mapping (line "
-            f"{dup.first} and line {dup.second}); YAML would silently keep the last. "
-            "Remove one of them."
-        ) from None
-    except Exception as exc:  # PyYAML raises YAMLError, and ValueError/KeyError from tags
-        detail = short_repr(str(exc), 300)[1:-1]
-        raise TopologyError(f"{path}: not valid YAML ({detail}). Fix the syntax.") from None
-    return _build(data, str(path))
-
-
-TOPOLOGY_ENV = "NPUBENCH_TOPOLOGY"
-
-
-def topology_from_env(default: str = "npu-1h", variable: str = TOPOLOGY_ENV) -> Topology:
-    """The topology ``$NPUBENCH_TOPOLOGY`` names (a shipped name or a path), else ``default``.
-
-    A bad value is one :class:`TopologyError` that names the variable, its value, what is
-    wrong with the file and how to fix it (what the benches load at import).
-    """
-    value = os.environ.get(variable)
-    if value is None:
-        return load_topology(default)
-    try:
-        return load_topology(value)
-    except TopologyError as exc:
-        raise TopologyError(
-            f"{variable}={value}: {exc} Set {variable} to a shipped name or a path to a "
-            f"topology .yaml file, or unset it for the default ({default})."
-        ) from None
-
-
 def as_topology(topo: object) -> Topology:
     """``topo`` itself if it is a :class:`Topology`, else an :class:`InputError` that says
     where to get one (the API's argument check)."""
@@ -815,3 +462,6 @@ def as_topology(topo: object) -> Topology:
             "get one from sim.load_topology('npu-1h') or a .yaml path"
         )
     return topo
+
+
+build = _build

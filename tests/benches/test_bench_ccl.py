@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_project import copy_bench
 
 import benches._ccl_figures as ccl_figures
 import benches.ccl as ccl
@@ -46,11 +46,7 @@ link.Network.reduce_ps = _slower_reduce
 
 @pytest.fixture
 def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
-    (pytester.path / "benches").mkdir()
-    (pytester.path / "baselines").mkdir()
-    for name in ("ccl.py", "_ccl_sweep.py", "_ccl_figures.py", "_shared.py"):
-        shutil.copy(ROOT / "benches" / name, pytester.path / "benches" / name)
-    shutil.copy(ROOT / "baselines" / "ccl.json", pytester.path / "baselines" / "ccl.json")
+    copy_bench(pytester.path, "ccl")
     return pytester
 
 

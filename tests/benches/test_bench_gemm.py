@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_project import copy_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 PICK = "(256x256x256 or 128x128x128) and not systolic"  # 8 gated configs, quick
@@ -30,11 +30,7 @@ gemm.GemmProgram.__init__ = _one_buffer
 
 @pytest.fixture
 def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
-    (pytester.path / "benches").mkdir()
-    (pytester.path / "baselines").mkdir()
-    for name in ("gemm.py", "_gemm_figures.py", "_gemm_systolic.py", "_shared.py"):
-        shutil.copy(ROOT / "benches" / name, pytester.path / "benches" / name)
-    shutil.copy(ROOT / "baselines" / "gemm.json", pytester.path / "baselines" / "gemm.json")
+    copy_bench(pytester.path, "gemm")
     return pytester
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_project import copy_bench
 
 import benches.tp_layer as tpb
 import sim.tp.build as tp
@@ -33,11 +33,7 @@ link.Network.link_ps = _slower_link
 
 @pytest.fixture
 def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
-    for sub in ("benches", "baselines"):
-        (pytester.path / sub).mkdir()
-    for name in ("tp_layer.py", "_tp_figures.py", "_shared.py"):
-        shutil.copy(ROOT / "benches" / name, pytester.path / "benches" / name)
-    shutil.copy(ROOT / "baselines" / "tp_layer.json", pytester.path / "baselines")
+    copy_bench(pytester.path, "tp_layer")
     return pytester
 
 

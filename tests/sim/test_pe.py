@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from bench_project import copy_bench
 
 from sim import load_topology
 from sim.gemm.model import gemm_model
@@ -109,12 +109,7 @@ def test_the_gated_systolic_pe_configs_pass_against_their_baselines(
 ) -> None:
     """The bench's systolic-PE configs are gated and match the committed baseline; the
     figure comparing the two PE models is drawn from them."""
-    root = Path(__file__).resolve().parents[2]
-    (pytester.path / "benches").mkdir()
-    (pytester.path / "baselines").mkdir()
-    for name in ("gemm.py", "_gemm_figures.py", "_gemm_systolic.py", "_shared.py"):
-        shutil.copy(root / "benches" / name, pytester.path / "benches" / name)
-    shutil.copy(root / "baselines" / "gemm.json", pytester.path / "baselines" / "gemm.json")
+    copy_bench(pytester.path, "gemm")
     result = pytester.runpytest_subprocess(
         "--npubench", "gemm", "-k", "systolic", "-p", "no:cacheprovider"
     )

@@ -187,6 +187,10 @@ def test_the_single_chip_gemm_reads_nothing_multi_chip() -> None:
 
 
 LAYERS = {  # a module imports only modules listed before it (the packages' docstrings)
+    "sim.core": (
+        ["ops", "writer", "periodic", "reference"],
+        {"sim.errors", "sim.limits", "sim.oplog"},
+    ),
     "sim.fabric": (
         [
             "network",

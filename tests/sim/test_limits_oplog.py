@@ -49,7 +49,7 @@ def test_a_fast_path_that_stores_too_much_is_stopped_while_it_runs(
     """The writer checks stored records as it flushes: with a record priced at 1 MiB, a run
     storing thousands of records is refused, one storing a few dozen is not."""
     monkeypatch.setattr(sim.limits, "OPLOG_RECORD_BYTES", 1 << 20)
-    monkeypatch.setattr(sim.core, "_GUARD_EVERY", 1)
+    monkeypatch.setattr(sim.core.writer, "_GUARD_EVERY", 1)
     with pytest.raises(BudgetError, match="found no period"):
         run_gemm("1000x3000x700", "prefetch", TOPO)
     assert run_gemm("64x64x64", "double_buffer", TOPO).log.makespan_ps > 0

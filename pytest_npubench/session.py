@@ -188,14 +188,14 @@ class NpubenchSession(RunState):
             self.config.invocation_params.args,
             artifacts.run_metadata((), self.config.rootpath)["commit"],
             self.regen,
-            {bench.name: self._fingerprint(bench) for bench in self.benches},
+            {bench.name: self.fingerprint(bench) for bench in self.benches},
             payloads,
         )
         try:
             roots = (self.config.rootpath, self.artifacts_dir)
             write_baseline(self.artifacts_dir / SHARD_FILE, text, inside=roots)
         except OSError as exc:
-            self._problem(f"could not write {self.relpath(self.artifacts_dir)}/{SHARD_FILE}: {exc}")
+            self.problem(f"could not write {self.relpath(self.artifacts_dir)}/{SHARD_FILE}: {exc}")
 
     def replayed(self, bench: Bench, config_id: str) -> str | None:
         """The payload a shard recorded for this config (under --npubench-replay)."""

@@ -92,10 +92,6 @@ class RunState:
             self.problem(f"bench {bench.name!r}: fingerprint() raised {exc!r}", exc)
             return None
 
-    #: the names the shard code calls them by
-    _problem = problem
-    _fingerprint = fingerprint
-
 
 def _bench_paths(config: pytest.Config) -> list[Path]:
     paths = config.getini("npubench_paths")

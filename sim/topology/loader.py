@@ -15,7 +15,7 @@ import yaml
 from sim.errors import TopologyError, short_repr
 from sim.inputfile import read_text
 from sim.limits import MAX_TOPOLOGY_FILE_BYTES
-from sim.topology.schema import _MAX_INT_DIGITS, Topology, _Oversized, build
+from sim.topology.schema import MAX_INT_DIGITS, Oversized, Topology, build
 
 __all__ = [
     "TOPOLOGY_DIR",
@@ -77,8 +77,8 @@ class _Loader(_SafeBase):
 
 def _construct_int(loader: _SafeBase, node: yaml.Node) -> int | str:
     text = str(loader.construct_scalar(node))  # type: ignore[arg-type]
-    if len(text.lstrip("+-")) > _MAX_INT_DIGITS:
-        return _Oversized(text)
+    if len(text.lstrip("+-")) > MAX_INT_DIGITS:
+        return Oversized(text)
     return int(text, 10)
 
 

@@ -20,8 +20,8 @@ from sim.limits import MAX_CODE, MAX_INT_KEY, MAX_OP_PS
 from sim.pe import PE_MODELS, systolic_tile_cycles
 from sim.systolic import DATAFLOWS
 from sim.topology.sections import (
-    _PE_SYSTOLIC,
-    _PE_TILE_ONLY,
+    PE_SYSTOLIC_KEYS,
+    PE_TILE_ONLY_KEYS,
     ChipsConfig,
     DMAConfig,
     DTypeConfig,
@@ -29,7 +29,7 @@ from sim.topology.sections import (
     HBMConfig,
     PEConfig,
     SRAMConfig,
-    _exact,
+    exact,
 )
 from sim.units import PS_PER_NS, ps_for_bytes
 
@@ -65,16 +65,16 @@ class Topology:
         dims = changes.get("torus_dims")
         if isinstance(dims, tuple):
             data["chips"]["torus_dims"] = list(dims)
-        return _build(data, f"{self.source} (chips overridden: {sorted(changes)})")
+        return build(data, f"{self.source} (chips overridden: {sorted(changes)})")
 
     def with_systolic_pe(self, rows: int, cols: int, dataflow: str) -> Topology:
         """A revalidated copy whose PE is a ``rows x cols`` systolic array (same tiles)."""
         data = self.to_dict()
         pe = data["pe"]
-        for key in _PE_TILE_ONLY:
+        for key in PE_TILE_ONLY_KEYS:
             pe.pop(key, None)
         pe.update(model="systolic", rows=rows, cols=cols, dataflow=dataflow)
-        return _build(data, f"{self.source} (pe: systolic {rows}x{cols} {dataflow})")
+        return build(data, f"{self.source} (pe: systolic {rows}x{cols} {dataflow})")
 
     def to_dict(self) -> dict[str, Any]:
         """The normalised content (what the fingerprint hashes)."""
@@ -136,14 +136,14 @@ def _fail(source: str, key: str, value: object, rule: str) -> TopologyError:
     )
 
 
-class _Oversized(str):
+class Oversized(str):
     """A YAML integer with too many digits to be a hardware value (never converted to int)."""
 
     def __repr__(self) -> str:
         return str.__str__(self)
 
 
-_MAX_INT_DIGITS = 30
+MAX_INT_DIGITS = 30
 _SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # tighter than MAX_INT_KEY where a value becomes an int16 engine code or sizes a per-block state
@@ -156,7 +156,7 @@ _NS_MAX = MAX_OP_PS // PS_PER_NS
 
 
 def _not_a_number(value: object) -> str:
-    if isinstance(value, _Oversized):
+    if isinstance(value, Oversized):
         return f"must be a number, and an integer of {len(value.lstrip('+-'))} digits is too large"
     if isinstance(value, str) and _SEXAGESIMAL.match(value):
         return (
@@ -168,7 +168,7 @@ def _not_a_number(value: object) -> str:
 
 def _integer(source: str, key: str, value: object) -> int:
     most = _INT_MAX.get(key, MAX_INT_KEY)
-    if isinstance(value, _Oversized):
+    if isinstance(value, Oversized):
         rule = f"must be at most {most} (what the simulator represents); it has {len(value)} digits"
         raise _fail(source, key, value, rule)
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
@@ -188,8 +188,8 @@ def _real(source: str, key: str, kind: str, value: object) -> int | float:
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise _fail(source, key, value, _not_a_number(value))
     number: int | float = int(value) if isinstance(value, numbers.Integral) else float(value)
-    if isinstance(number, int) and number.bit_length() > _MAX_INT_DIGITS * 4:
-        raise _fail(source, key, value, f"is too large (more than {_MAX_INT_DIGITS} digits)")
+    if isinstance(number, int) and number.bit_length() > MAX_INT_DIGITS * 4:
+        raise _fail(source, key, value, f"is too large (more than {MAX_INT_DIGITS} digits)")
     if not math.isfinite(number):
         raise _fail(source, key, value, "must be a finite number (not NaN or infinity)")
     if number <= 0:
@@ -203,7 +203,7 @@ def _real(source: str, key: str, kind: str, value: object) -> int | float:
                 f"must be at most {_NS_MAX} ns: one operation may last at most 2**40 ps "
                 "(sim.limits.MAX_OP_PS) so that a run stays within int64 picoseconds",
             )
-        if (_exact(number) * PS_PER_NS).denominator != 1:
+        if (exact(number) * PS_PER_NS).denominator != 1:
             raise _fail(source, key, value, "must be a whole number of picoseconds (<= 3 decimals)")
     return number
 
@@ -316,7 +316,7 @@ def _check_durations(source: str, sections: Mapping[str, Any]) -> None:
             if key == "pe.rows":
                 rate = "; use a larger array or smaller tiles"
             elif key != "pe.pipeline_stages":
-                least = float(_exact(value) * ps / MAX_OP_PS)
+                least = float(exact(value) * ps / MAX_OP_PS)
                 rate = f"; use at least {least:.3g} GB/s (or less data per operation)"
             raise _fail(
                 source,
@@ -337,7 +337,7 @@ def _check_durations(source: str, sections: Mapping[str, Any]) -> None:
 
 
 def _check_clock(source: str, clock: int | float, pe: PEConfig) -> None:
-    cycles = _exact(pe.stage_ns) * _exact(clock)
+    cycles = exact(pe.stage_ns) * exact(clock)
     if cycles.denominator != 1:
         raise _fail(
             source,
@@ -353,7 +353,7 @@ def _build_pe(source: str, raw: Mapping[str, Any], clock: int | float) -> PEConf
     model = str(_check_value(source, "pe.model", "choice", raw.get("model", "tile")))
     fields = dict(_SCHEMA["pe"])
     if model == "tile":
-        misplaced = [k for k in _PE_SYSTOLIC if k in raw]
+        misplaced = [k for k in PE_SYSTOLIC_KEYS if k in raw]
         if misplaced:
             stated = "is tile" if "model" in raw else "is not given, so it is tile"
             raise TopologyError(
@@ -362,14 +362,14 @@ def _build_pe(source: str, raw: Mapping[str, Any], clock: int | float) -> PEConf
                 f"pe.{misplaced[0]}."
             )
     else:
-        misplaced = [k for k in _PE_TILE_ONLY if k in raw]
+        misplaced = [k for k in PE_TILE_ONLY_KEYS if k in raw]
         if misplaced:
             raise TopologyError(
                 f"{source}: key 'pe.{misplaced[0]}' is not used when pe.model is systolic: a "
                 "tile-op's timing comes from pe.rows, pe.cols, pe.dataflow and clock_ghz "
                 f"(sim/pe.py, docs/adr/0012). Remove pe.{misplaced[0]}, or set pe.model: tile."
             )
-        fields = {k: v for k, v in fields.items() if k not in _PE_TILE_ONLY} | _PE_SYSTOLIC
+        fields = {k: v for k, v in fields.items() if k not in PE_TILE_ONLY_KEYS} | PE_SYSTOLIC_KEYS
     _check_keys(source, "pe.", raw, {*fields, "model"}, frozenset({"model"}))
     values: dict[str, Any] = {
         key: _check_value(source, f"pe.{key}", kind, raw[key])
@@ -377,7 +377,7 @@ def _build_pe(source: str, raw: Mapping[str, Any], clock: int | float) -> PEConf
     }
     if model == "tile":
         return PEConfig(**values)
-    cycle = PS_PER_NS / _exact(clock)
+    cycle = PS_PER_NS / exact(clock)
     if cycle.denominator != 1:
         raise _fail(
             source,
@@ -402,7 +402,9 @@ def _build_pe(source: str, raw: Mapping[str, Any], clock: int | float) -> PEConf
     )
 
 
-def _build(data: object, source: str) -> Topology:
+def build(data: object, source: str) -> Topology:
+    """Validate a topology's parsed content (``source`` names it in messages) and build it;
+    the only way a :class:`Topology` is made."""
     data = _require_mapping(source, "<top level>", data)
     _check_keys(source, "", data, _TOP_LEVEL)
     name = data["name"]
@@ -462,6 +464,3 @@ def as_topology(topo: object) -> Topology:
             "get one from sim.load_topology('npu-1h') or a .yaml path"
         )
     return topo
-
-
-build = _build

@@ -23,15 +23,15 @@ __all__ = [
 ]
 
 # pe.model: systolic replaces the tile pipeline's two keys by the array's three
-_PE_TILE_ONLY = ("pipeline_stages", "stage_ns")
-_PE_SYSTOLIC: dict[str, tuple[str, str]] = {
+PE_TILE_ONLY_KEYS = ("pipeline_stages", "stage_ns")
+PE_SYSTOLIC_KEYS: dict[str, tuple[str, str]] = {
     "rows": ("int", "PE rows of the systolic array"),
     "cols": ("int", "PE columns of the systolic array"),
     "dataflow": ("choice", "systolic dataflow: " + ", ".join(DATAFLOWS)),
 }
 
 
-def _exact(value: float | int) -> Fraction:
+def exact(value: float | int) -> Fraction:
     """The exact decimal value of a YAML number (0.1 -> 1/10, not the nearest binary float)."""
     return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
 
@@ -63,7 +63,7 @@ class PEConfig:
 
     @property
     def stage_ps(self) -> int:
-        return _whole_ps(self.stage_ns)
+        return whole_ps(self.stage_ns)
 
     @property
     def tile_macs(self) -> int:
@@ -81,9 +81,9 @@ class PEConfig:
         """The keys the topology file gives (derived values left out): what is fingerprinted."""
         out = dataclasses.asdict(self)
         # a tile PE's content is what it was before pe.model existed (same fingerprints)
-        left_out: tuple[str, ...] = ("model", *_PE_SYSTOLIC, "cycle_ps")
+        left_out: tuple[str, ...] = ("model", *PE_SYSTOLIC_KEYS, "cycle_ps")
         if self.model == "systolic":
-            left_out = (*_PE_TILE_ONLY, "cycle_ps")
+            left_out = (*PE_TILE_ONLY_KEYS, "cycle_ps")
         return {k: v for k, v in out.items() if k not in left_out}
 
 
@@ -93,7 +93,7 @@ class FetchConfig:
 
     @property
     def bw(self) -> Fraction:
-        return _exact(self.fetch_gbs)
+        return exact(self.fetch_gbs)
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class HBMConfig:
 
     @property
     def bw(self) -> Fraction:
-        return _exact(self.hbm_to_router_bw_gbs)
+        return exact(self.hbm_to_router_bw_gbs)
 
     @property
     def pc_bw(self) -> Fraction:
@@ -132,7 +132,7 @@ class HBMConfig:
 
     @property
     def latency_ps(self) -> int:
-        return _whole_ps(self.latency_ns)
+        return whole_ps(self.latency_ns)
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ class DMAConfig:
 
     @property
     def setup_ps(self) -> int:
-        return _whole_ps(self.setup_ns)
+        return whole_ps(self.setup_ns)
 
 
 @dataclass(frozen=True)
@@ -158,23 +158,23 @@ class ChipsConfig:
 
     @property
     def link_bw(self) -> Fraction:
-        return _exact(self.link_bw_gbs)
+        return exact(self.link_bw_gbs)
 
     @property
     def reduce_bw(self) -> Fraction:
-        return _exact(self.reduce_gbs)
+        return exact(self.reduce_gbs)
 
     @property
     def link_latency_ps(self) -> int:
-        return _whole_ps(self.link_latency_ns)
+        return whole_ps(self.link_latency_ns)
 
     @property
     def chunk_bytes(self) -> int:
         return self.chunk_kib * 1024
 
 
-def _whole_ps(ns: float) -> int:
-    ps = _exact(ns) * PS_PER_NS
+def whole_ps(ns: float) -> int:
+    ps = exact(ns) * PS_PER_NS
     if ps.denominator != 1:
         raise TopologyError(f"{ns} ns is not a whole number of picoseconds")
     return int(ps)

@@ -31,6 +31,7 @@ from sim.topology.sections import (
     SRAMConfig,
     exact,
 )
+from sim.topology.system import CollectivesConfig
 from sim.units import PS_PER_NS, ps_for_bytes
 
 __all__ = ["CHIP_TOPOLOGIES", "Topology", "as_topology", "build"]
@@ -53,6 +54,7 @@ class Topology:
     chips: ChipsConfig
     fingerprint: str
     source: str
+    collectives: CollectivesConfig = dataclasses.field(default_factory=CollectivesConfig)
 
     @property
     def bpe(self) -> int:
@@ -452,6 +454,8 @@ def _normal(section: object) -> dict[str, Any]:
     if isinstance(section, PEConfig):
         return section.content()
     out = dataclasses.asdict(section)  # type: ignore[call-overload]
+    if isinstance(section, ChipsConfig) and not section.dimensions:
+        out.pop("dimensions")  # the shorthand: today's content, today's fingerprint
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()}
 
 

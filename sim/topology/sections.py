@@ -10,6 +10,7 @@ from typing import Any
 
 from sim.errors import TopologyError
 from sim.systolic import DATAFLOWS
+from sim.topology.system import DimensionConfig
 from sim.units import PS_PER_NS, ps_for_bytes
 
 __all__ = [
@@ -155,6 +156,9 @@ class ChipsConfig:
     reduce_gbs: float
     chunk_kib: int
     staging_buffers: int
+    # chips.dimensions (ADR 0021): () when the file uses the one-level shorthand above;
+    # read it through sim.topology.system.dimensions_of, which covers both forms
+    dimensions: tuple[DimensionConfig, ...] = ()
 
     @property
     def link_bw(self) -> Fraction:

@@ -15,7 +15,8 @@ import yaml
 from sim.errors import TopologyError, short_repr
 from sim.inputfile import read_text
 from sim.limits import MAX_TOPOLOGY_FILE_BYTES
-from sim.topology.schema import MAX_INT_DIGITS, Oversized, Topology, build
+from sim.topology.checks import MAX_INT_DIGITS, Oversized
+from sim.topology.schema import Topology, build
 
 __all__ = [
     "TOPOLOGY_DIR",

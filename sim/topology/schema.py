@@ -7,8 +7,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
-import numbers
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,9 +14,10 @@ from fractions import Fraction
 from typing import Any
 
 from sim.errors import InputError, TopologyError, short_number, short_repr
-from sim.limits import MAX_CODE, MAX_INT_KEY, MAX_OP_PS
+from sim.limits import MAX_CODE, MAX_OP_PS
 from sim.pe import PE_MODELS, systolic_tile_cycles
 from sim.systolic import DATAFLOWS
+from sim.topology.checks import check_keys, fail, integer, real, require_mapping
 from sim.topology.sections import (
     PE_SYSTOLIC_KEYS,
     PE_TILE_ONLY_KEYS,
@@ -121,6 +120,7 @@ _SCHEMA: dict[str, dict[str, tuple[str, str]]] = {
 }
 _CHOICES = {"chips.topology": CHIP_TOPOLOGIES, "pe.model": PE_MODELS, "pe.dataflow": DATAFLOWS}
 _TOP_LEVEL = {"name", "clock_ghz", *_SCHEMA}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SECTION_TYPES: dict[str, type] = {
     "dtype": DTypeConfig,
     "pe": PEConfig,
@@ -132,131 +132,20 @@ _SECTION_TYPES: dict[str, type] = {
 }
 
 
-def _fail(source: str, key: str, value: object, rule: str) -> TopologyError:
-    return TopologyError(
-        f"{source}: key '{key}' = {short_repr(value)}: {rule}. Fix the value in the topology file."
-    )
-
-
-class Oversized(str):
-    """A YAML integer with too many digits to be a hardware value (never converted to int)."""
-
-    def __repr__(self) -> str:
-        return str.__str__(self)
-
-
-MAX_INT_DIGITS = 30
-_SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-# tighter than MAX_INT_KEY where a value becomes an int16 engine code or sizes a per-block state
-_INT_MAX = {
-    "dma.engines": MAX_CODE - 2,  # dma0..dmaN-1, then fetch and pe
-    "hbm.num_pcs": MAX_CODE,  # channel state is compared at every simulated block
-    "chips.count": MAX_CODE,  # chip codes; links are bounded by _links() below
-}
-_NS_MAX = MAX_OP_PS // PS_PER_NS
-
-
-def _not_a_number(value: object) -> str:
-    if isinstance(value, Oversized):
-        return f"must be a number, and an integer of {len(value.lstrip('+-'))} digits is too large"
-    if isinstance(value, str) and _SEXAGESIMAL.match(value):
-        return (
-            "must be a number: YAML 1.1 sexagesimal (base 60) notation like 1:30 is read as "
-            "text here, not as 90; write the plain number"
-        )
-    return "must be a number"
-
-
-def _integer(source: str, key: str, value: object) -> int:
-    most = _INT_MAX.get(key, MAX_INT_KEY)
-    if isinstance(value, Oversized):
-        rule = f"must be at most {most} (what the simulator represents); it has {len(value)} digits"
-        raise _fail(source, key, value, rule)
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        rule = "must be an integer"
-        if isinstance(value, str):
-            rule = _not_a_number(value).replace("a number", "an integer", 1)
-        raise _fail(source, key, value, rule)
-    number = int(value)
-    if number <= 0:
-        raise _fail(source, key, value, "must be positive (> 0)")
-    if number > most:
-        raise _fail(source, key, value, f"must be at most {most} (what the simulator represents)")
-    return number
-
-
-def _real(source: str, key: str, kind: str, value: object) -> int | float:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise _fail(source, key, value, _not_a_number(value))
-    number: int | float = int(value) if isinstance(value, numbers.Integral) else float(value)
-    if isinstance(number, int) and number.bit_length() > MAX_INT_DIGITS * 4:
-        raise _fail(source, key, value, f"is too large (more than {MAX_INT_DIGITS} digits)")
-    if not math.isfinite(number):
-        raise _fail(source, key, value, "must be a finite number (not NaN or infinity)")
-    if number <= 0:
-        raise _fail(source, key, value, "must be positive (> 0)")
-    if kind == "ns":
-        if number > _NS_MAX:
-            raise _fail(
-                source,
-                key,
-                value,
-                f"must be at most {_NS_MAX} ns: one operation may last at most 2**40 ps "
-                "(sim.limits.MAX_OP_PS) so that a run stays within int64 picoseconds",
-            )
-        if (exact(number) * PS_PER_NS).denominator != 1:
-            raise _fail(source, key, value, "must be a whole number of picoseconds (<= 3 decimals)")
-    return number
-
-
 def _check_value(source: str, key: str, kind: str, value: object) -> object:
     if kind == "int":
-        return _integer(source, key, value)
+        return integer(source, key, value)
     if kind == "choice":
         choices = _CHOICES[key]
         if not isinstance(value, str) or value not in choices:
-            raise _fail(source, key, value, f"must be one of {', '.join(choices)}")
+            raise fail(source, key, value, f"must be one of {', '.join(choices)}")
         return value
     if kind == "dims":
         if not isinstance(value, (list, tuple)) or len(value) != 2:
-            raise _fail(source, key, value, "must be a list of two positive integers [rows, cols]")
-        rows, cols = (_integer(source, key, v) for v in value)
+            raise fail(source, key, value, "must be a list of two positive integers [rows, cols]")
+        rows, cols = (integer(source, key, v) for v in value)
         return (rows, cols)
-    return _real(source, key, kind, value)
-
-
-def _require_mapping(source: str, key: str, value: object) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _fail(source, key, value, "must be a mapping of keys to values")
-    return value
-
-
-def _check_keys(
-    source: str,
-    prefix: str,
-    got: Mapping[str, Any],
-    allowed: set[str],
-    optional: frozenset[str] = frozenset(),
-) -> None:
-    for key in got:
-        if not isinstance(key, str):
-            raise TopologyError(
-                f"{source}: key {short_repr(key)} under '{prefix or '<top level>'}' is not a "
-                f"name. Allowed here: {', '.join(sorted(allowed))}. Remove or rename it."
-            )
-    unknown = sorted(set(got) - allowed)
-    if unknown:
-        key = f"{prefix}{short_repr(unknown[0])[1:-1]}"
-        raise TopologyError(
-            f"{source}: unknown key '{key}'. Allowed here: {', '.join(sorted(allowed))}. "
-            "Remove or rename it."
-        )
-    missing = sorted(allowed - set(got) - optional)
-    if missing:
-        raise TopologyError(
-            f"{source}: missing key '{prefix}{missing[0]}'. Add it to the topology file."
-        )
+    return real(source, key, kind, value)
 
 
 def _links(kind: str, p: int) -> int:
@@ -320,7 +209,7 @@ def _check_durations(source: str, sections: Mapping[str, Any]) -> None:
             elif key != "pe.pipeline_stages":
                 least = float(exact(value) * ps / MAX_OP_PS)
                 rate = f"; use at least {least:.3g} GB/s (or less data per operation)"
-            raise _fail(
+            raise fail(
                 source,
                 key,
                 value,
@@ -329,7 +218,7 @@ def _check_durations(source: str, sections: Mapping[str, Any]) -> None:
             )
     links = _links(chips.topology, chips.count)
     if links + 1 > MAX_CODE:
-        raise _fail(
+        raise fail(
             source,
             "chips.count",
             chips.count,
@@ -341,7 +230,7 @@ def _check_durations(source: str, sections: Mapping[str, Any]) -> None:
 def _check_clock(source: str, clock: int | float, pe: PEConfig) -> None:
     cycles = exact(pe.stage_ns) * exact(clock)
     if cycles.denominator != 1:
-        raise _fail(
+        raise fail(
             source,
             "clock_ghz",
             clock,
@@ -372,7 +261,7 @@ def _build_pe(source: str, raw: Mapping[str, Any], clock: int | float) -> PEConf
                 f"(sim/pe.py, docs/adr/0012). Remove pe.{misplaced[0]}, or set pe.model: tile."
             )
         fields = {k: v for k, v in fields.items() if k not in PE_TILE_ONLY_KEYS} | PE_SYSTOLIC_KEYS
-    _check_keys(source, "pe.", raw, {*fields, "model"}, frozenset({"model"}))
+    check_keys(source, "pe.", raw, {*fields, "model"}, frozenset({"model"}))
     values: dict[str, Any] = {
         key: _check_value(source, f"pe.{key}", kind, raw[key])
         for key, (kind, _desc) in fields.items()
@@ -381,7 +270,7 @@ def _build_pe(source: str, raw: Mapping[str, Any], clock: int | float) -> PEConf
         return PEConfig(**values)
     cycle = PS_PER_NS / exact(clock)
     if cycle.denominator != 1:
-        raise _fail(
+        raise fail(
             source,
             "clock_ghz",
             clock,
@@ -407,21 +296,21 @@ def _build_pe(source: str, raw: Mapping[str, Any], clock: int | float) -> PEConf
 def build(data: object, source: str) -> Topology:
     """Validate a topology's parsed content (``source`` names it in messages) and build it;
     the only way a :class:`Topology` is made."""
-    data = _require_mapping(source, "<top level>", data)
-    _check_keys(source, "", data, _TOP_LEVEL)
+    data = require_mapping(source, "<top level>", data)
+    check_keys(source, "", data, _TOP_LEVEL)
     name = data["name"]
     if not isinstance(name, str) or not _NAME.match(name):
-        raise _fail(
+        raise fail(
             source, "name", name, "must be 1-64 letters, digits, '.', '_' or '-' (e.g. npu-1h)"
         )
-    clock = _real(source, "clock_ghz", "num", data["clock_ghz"])
+    clock = real(source, "clock_ghz", "num", data["clock_ghz"])
     sections: dict[str, Any] = {}
     for section, fields in _SCHEMA.items():
-        raw = _require_mapping(source, section, data[section])
+        raw = require_mapping(source, section, data[section])
         if section == "pe":
             sections["pe"] = _build_pe(source, raw, clock)
             continue
-        _check_keys(source, f"{section}.", raw, set(fields))
+        check_keys(source, f"{section}.", raw, set(fields))
         values = {
             key: _check_value(source, f"{section}.{key}", kind, raw[key])
             for key, (kind, _desc) in fields.items()
@@ -430,7 +319,7 @@ def build(data: object, source: str) -> Topology:
     chips: ChipsConfig = sections["chips"]
     rows, cols = chips.torus_dims
     if chips.topology == "torus2d" and rows * cols != chips.count:
-        raise _fail(
+        raise fail(
             source,
             "chips.torus_dims",
             [rows, cols],

@@ -187,6 +187,18 @@ def test_the_single_chip_gemm_reads_nothing_multi_chip() -> None:
 
 
 LAYERS = {  # a module imports only modules listed before it (the packages' docstrings)
+    "sim.topology": (
+        [
+            "system",
+            "sections",
+            "checks",
+            "dimensions_schema",
+            "collectives_schema",
+            "schema",
+            "loader",
+        ],
+        {"sim.errors", "sim.inputfile", "sim.limits", "sim.pe", "sim.systolic", "sim.units"},
+    ),
     "sim.core": (
         ["ops", "writer", "periodic", "reference"],
         {"sim.errors", "sim.limits", "sim.oplog"},

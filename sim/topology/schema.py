@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +19,23 @@ from sim.limits import MAX_CODE, MAX_OP_PS
 from sim.pe import PE_MODELS, systolic_tile_cycles
 from sim.systolic import DATAFLOWS
 from sim.topology.checks import check_keys, fail, integer, real, require_mapping
+from sim.topology.collectives_schema import (
+    build_collectives,
+    collectives_content,
+    efficiency_duration_cases,
+)
+from sim.topology.dimensions_schema import (
+    MULTI,
+    SHORTHAND_KEYS,
+    build_dimensions,
+    check_count,
+    chips_content,
+    derived_chips,
+    dimension_content,
+    dimension_duration_cases,
+    network_links,
+    refuse_both_forms,
+)
 from sim.topology.sections import (
     PE_SYSTOLIC_KEYS,
     PE_TILE_ONLY_KEYS,
@@ -30,12 +48,14 @@ from sim.topology.sections import (
     SRAMConfig,
     exact,
 )
-from sim.topology.system import CollectivesConfig
+from sim.topology.system import CollectivesConfig, DimensionConfig, dimensions_of
 from sim.units import PS_PER_NS, ps_for_bytes
 
-__all__ = ["CHIP_TOPOLOGIES", "Topology", "as_topology", "build"]
+__all__ = ["CHIP_TOPOLOGIES", "CHIP_TOPOLOGY_VALUES", "Topology", "as_topology", "build"]
 
-CHIP_TOPOLOGIES = ("ring", "fully_connected", "torus2d", "switch")
+CHIP_TOPOLOGIES = ("ring", "fully_connected", "torus2d", "switch")  # what a file may choose
+# what ChipsConfig.topology may read: a dimensions file of several non-torus dimensions is multi
+CHIP_TOPOLOGY_VALUES = (*CHIP_TOPOLOGIES, MULTI)
 
 
 @dataclass(frozen=True)
@@ -60,13 +80,59 @@ class Topology:
         return self.dtype.bytes_per_element
 
     def replace_chips(self, **changes: Any) -> Topology:
-        """A revalidated copy with some ``chips`` fields changed (sweeps over chip counts)."""
+        """A revalidated copy with some ``chips`` fields changed (sweeps over chip counts).
+        Changing a shorthand key (topology, torus_dims, link_bw_gbs, link_latency_ns) of a
+        dimensions file returns it to the shorthand, from its derived one-level values."""
         data = self.to_dict()
+        if self.chips.dimensions and set(changes) & set(SHORTHAND_KEYS):
+            del data["chips"]["dimensions"]
+            data["chips"].update({k: getattr(self.chips, k) for k in SHORTHAND_KEYS})
+            data["chips"]["torus_dims"] = list(self.chips.torus_dims)
         data["chips"].update(changes)
         dims = changes.get("torus_dims")
         if isinstance(dims, tuple):
             data["chips"]["torus_dims"] = list(dims)
         return build(data, f"{self.source} (chips overridden: {sorted(changes)})")
+
+    def replace_dimensions(
+        self, dimensions: list[Mapping[str, Any]] | tuple[DimensionConfig, ...]
+    ) -> Topology:
+        """A revalidated copy whose chips are ``dimensions`` (mappings as the file writes
+        them, or :class:`DimensionConfig`), the shorthand keys dropped; ``chips.count``
+        follows the sizes (their product)."""
+        data = self.to_dict()
+        chips = {k: v for k, v in data["chips"].items() if k not in SHORTHAND_KEYS}
+        chips["dimensions"] = dimensions  # not a list: the validator says so
+        if isinstance(dimensions, (list, tuple)):
+            dims = [
+                dimension_content(d) if isinstance(d, DimensionConfig) else d for d in dimensions
+            ]
+            sizes = [d.get("size") if isinstance(d, Mapping) else None for d in dims]
+            if dims and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes):
+                chips["count"] = math.prod(n for n in sizes if isinstance(n, int))
+            chips["dimensions"] = dims
+        data["chips"] = chips
+        return build(data, f"{self.source} (chips.dimensions overridden)")
+
+    def replace_collectives(self, **changes: Any) -> Topology:
+        """A revalidated copy with some ``collectives`` keys changed (``protocol="ll"``,
+        ``channels=7`` or ``"auto"``); ``protocols`` merges per protocol and key; a value of
+        None returns the key to its neutral default."""
+        data = self.to_dict()
+        section: dict[str, Any] = data.setdefault("collectives", {})
+        for key, value in changes.items():
+            old = section.get(key)
+            if key == "protocols" and isinstance(value, Mapping) and isinstance(old, Mapping):
+                merged = {name: dict(entry) for name, entry in old.items()}
+                for name, entry in value.items():
+                    both = isinstance(entry, Mapping) and isinstance(merged.get(name), Mapping)
+                    merged[name] = {**merged[name], **entry} if both else entry
+                value = merged
+            if value is None:
+                section.pop(key, None)
+            else:
+                section[key] = value
+        return build(data, f"{self.source} (collectives overridden: {sorted(changes)})")
 
     def with_systolic_pe(self, rows: int, cols: int, dataflow: str) -> Topology:
         """A revalidated copy whose PE is a ``rows x cols`` systolic array (same tiles)."""
@@ -79,10 +145,8 @@ class Topology:
 
     def to_dict(self) -> dict[str, Any]:
         """The normalised content (what the fingerprint hashes)."""
-        out: dict[str, Any] = {"name": self.name, "clock_ghz": self.clock_ghz}
-        for section in _SCHEMA:
-            out[section] = _normal(getattr(self, section))
-        return out
+        sections = {section: getattr(self, section) for section in _SCHEMA}
+        return _content(self.name, self.clock_ghz, sections, self.collectives)
 
 
 # --- schema -------------------------------------------------------------------------------
@@ -119,7 +183,7 @@ _SCHEMA: dict[str, dict[str, tuple[str, str]]] = {
     },
 }
 _CHOICES = {"chips.topology": CHIP_TOPOLOGIES, "pe.model": PE_MODELS, "pe.dataflow": DATAFLOWS}
-_TOP_LEVEL = {"name", "clock_ghz", *_SCHEMA}
+_TOP_LEVEL = {"name", "clock_ghz", *_SCHEMA, "collectives"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SECTION_TYPES: dict[str, type] = {
     "dtype": DTypeConfig,
@@ -148,12 +212,16 @@ def _check_value(source: str, key: str, kind: str, value: object) -> object:
     return real(source, key, kind, value)
 
 
-def _links(kind: str, p: int) -> int:
-    """How many links (one per direction) a network of ``p`` chips has, at most."""
-    return {"ring": 2 * p, "fully_connected": p * (p - 1), "torus2d": 4 * p, "switch": 2 * p}[kind]
+def _links(chips: ChipsConfig) -> int:
+    """How many links (one per direction) the chip network has, at most: its dimensions'
+    (parallel links and ports count; the shorthand's are ring 2p, fully_connected p(p - 1),
+    torus2d 4p, switch 2p)."""
+    return network_links(dimensions_of(chips))
 
 
-def _check_durations(source: str, sections: Mapping[str, Any]) -> None:
+def _check_durations(
+    source: str, sections: Mapping[str, Any], collectives: CollectivesConfig
+) -> None:
     """Every operation one topology value defines must last at most MAX_OP_PS (int64 ps)."""
     pe: PEConfig = sections["pe"]
     hbm: HBMConfig = sections["hbm"]
@@ -174,41 +242,52 @@ def _check_durations(source: str, sections: Mapping[str, Any]) -> None:
             pe.stage_ps,
             f"one tile-op's folds on the {pe.rows} x {pe.cols} {pe.dataflow} array",
         )
+    link_cases = [
+        (
+            "chips.link_bw_gbs",
+            chips.link_bw_gbs,
+            ps_for_bytes(chips.chunk_bytes, chips.link_bw),
+            f"sending {chunk}",
+            " GB/s",
+        )
+    ]
+    if chips.dimensions:
+        link_cases = dimension_duration_cases(chips.dimensions, chips.chunk_bytes, chunk)
+    slowest = min(d.link_bw for d in dimensions_of(chips))
     cases = [
-        pe_case,
+        (*pe_case, ""),
         (
             "hbm.hbm_to_router_bw_gbs",
             hbm.hbm_to_router_bw_gbs,
             hbm.burst_ps,
             f"one {hbm.burst_bytes}-byte burst on one of {hbm.num_pcs} pseudo-channels",
+            " GB/s",
         ),
         (
             "fetch.fetch_gbs",
             fetch.fetch_gbs,
             ps_for_bytes(tile_pair, fetch.bw),
             f"fetching one tile pair ({tile_pair} B)",
+            " GB/s",
         ),
-        (
-            "chips.link_bw_gbs",
-            chips.link_bw_gbs,
-            ps_for_bytes(chips.chunk_bytes, chips.link_bw),
-            f"sending {chunk}",
-        ),
+        *link_cases,
         (
             "chips.reduce_gbs",
             chips.reduce_gbs,
             ps_for_bytes(chips.chunk_bytes, chips.reduce_bw),
             f"reducing {chunk}",
+            " GB/s",
         ),
+        *efficiency_duration_cases(collectives, slowest, chips.chunk_bytes, chunk),
     ]
-    for key, value, ps, what in cases:
+    for key, value, ps, what, unit in cases:
         if ps > MAX_OP_PS:
             rate = "; use fewer stages or a shorter pe.stage_ns"
             if key == "pe.rows":
                 rate = "; use a larger array or smaller tiles"
             elif key != "pe.pipeline_stages":
                 least = float(exact(value) * ps / MAX_OP_PS)
-                rate = f"; use at least {least:.3g} GB/s (or less data per operation)"
+                rate = f"; use at least {least:.3g}{unit} (or less data per operation)"
             raise fail(
                 source,
                 key,
@@ -216,7 +295,17 @@ def _check_durations(source: str, sections: Mapping[str, Any]) -> None:
                 f"{what} would take {short_number(ps)} ps, more than one operation may last "
                 f"(2**40 ps, sim.limits.MAX_OP_PS, keeps runs within int64 picoseconds){rate}",
             )
-    links = _links(chips.topology, chips.count)
+    links = _links(chips)
+    if links + 1 > MAX_CODE and chips.dimensions:
+        shapes = " x ".join(f"{d.shape} {d.size}" for d in chips.dimensions)
+        raise fail(
+            source,
+            "chips.dimensions",
+            f"<{shapes}>",
+            f"the network of {chips.count} chips has {links} links (parallel links and ports "
+            f"count); links are int16 engine codes, so at most {MAX_CODE - 1} (fewer chips, "
+            "fewer links or ports, or other shapes)",
+        )
     if links + 1 > MAX_CODE:
         raise fail(
             source,
@@ -297,7 +386,7 @@ def build(data: object, source: str) -> Topology:
     """Validate a topology's parsed content (``source`` names it in messages) and build it;
     the only way a :class:`Topology` is made."""
     data = require_mapping(source, "<top level>", data)
-    check_keys(source, "", data, _TOP_LEVEL)
+    check_keys(source, "", data, _TOP_LEVEL, frozenset({"collectives"}))
     name = data["name"]
     if not isinstance(name, str) or not _NAME.match(name):
         raise fail(
@@ -310,7 +399,12 @@ def build(data: object, source: str) -> Topology:
         if section == "pe":
             sections["pe"] = _build_pe(source, raw, clock)
             continue
-        check_keys(source, f"{section}.", raw, set(fields))
+        if section == "chips" and "dimensions" in raw:
+            sections["chips"] = _build_dimensions_chips(source, raw)
+            continue
+        # chips: the one-level shorthand here; the unknown-key message names the other form
+        other = {"dimensions"} if section == "chips" else set()
+        check_keys(source, f"{section}.", raw, set(fields) | other, frozenset(other))
         values = {
             key: _check_value(source, f"{section}.{key}", kind, raw[key])
             for key, (kind, _desc) in fields.items()
@@ -325,23 +419,56 @@ def build(data: object, source: str) -> Topology:
             [rows, cols],
             f"rows x cols must equal chips.count ({chips.count}) when chips.topology is torus2d",
         )
-    _check_durations(source, sections)
+    collectives = CollectivesConfig()
+    if "collectives" in data:
+        collectives = build_collectives(source, data["collectives"])
+    _check_durations(source, sections, collectives)
     _check_clock(source, clock, sections["pe"])
-    normal = {"name": name, "clock_ghz": clock, **{k: _normal(v) for k, v in sections.items()}}
+    normal = _content(name, clock, sections, collectives)
     digest = hashlib.sha256(json.dumps(normal, sort_keys=True).encode()).hexdigest()[:12]
     return Topology(
         name=name,
         clock_ghz=float(clock),
         fingerprint=f"{name}:{digest}",
         source=source,
+        collectives=collectives,
         **sections,
     )
+
+
+def _build_dimensions_chips(source: str, raw: Mapping[str, Any]) -> ChipsConfig:
+    """``chips`` in the general form: ``dimensions`` and the keys the shorthand shares."""
+    refuse_both_forms(source, raw)
+    fields = {k: v for k, v in _SCHEMA["chips"].items() if k not in SHORTHAND_KEYS}
+    check_keys(source, "chips.", raw, {*fields, "dimensions"})
+    values: dict[str, Any] = {
+        key: _check_value(source, f"chips.{key}", kind, raw[key])
+        for key, (kind, _desc) in fields.items()
+    }
+    dims = build_dimensions(source, raw["dimensions"])
+    check_count(source, values["count"], dims)
+    return ChipsConfig(**values, **derived_chips(dims), dimensions=dims)
+
+
+def _content(
+    name: str, clock: float, sections: Mapping[str, Any], collectives: CollectivesConfig
+) -> dict[str, Any]:
+    """The canonical content the fingerprint hashes (and ``to_dict`` gives): every section's
+    plain values; ``collectives`` only with the keys that differ from neutral."""
+    out: dict[str, Any] = {"name": name, "clock_ghz": clock}
+    out.update({k: _normal(v) for k, v in sections.items()})
+    extra = collectives_content(collectives)
+    if extra:
+        out["collectives"] = extra
+    return out
 
 
 def _normal(section: object) -> dict[str, Any]:
     """A section's content as plain values (the PE leaves out what it derives)."""
     if isinstance(section, PEConfig):
         return section.content()
+    if isinstance(section, ChipsConfig) and section.dimensions:
+        return chips_content(section)
     out = dataclasses.asdict(section)  # type: ignore[call-overload]
     if isinstance(section, ChipsConfig) and not section.dimensions:
         out.pop("dimensions")  # the shorthand: today's content, today's fingerprint

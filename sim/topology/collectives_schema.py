@@ -4,6 +4,7 @@ leaves the section out, or writes it at its defaults, keeps its fingerprint)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -21,6 +22,7 @@ __all__ = [
     "build_collectives",
     "collectives_content",
     "efficiency_duration_cases",
+    "with_changes",
 ]
 
 AUTO = "auto"
@@ -137,3 +139,22 @@ def efficiency_duration_cases(
         what = f"sending {chunk} on the slowest link at {name}'s efficiency"
         cases.append((f"collectives.protocols.{name}.efficiency", entry.efficiency, ps, what, ""))
     return cases
+
+
+def with_changes(section: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """``collectives`` content with ``changes`` applied: ``protocols`` merges per protocol
+    and key, and a value of None returns its key to the neutral default."""
+    out = dict(section)
+    for key, value in changes.items():
+        old = out.get(key)
+        if key == "protocols" and isinstance(value, Mapping) and isinstance(old, Mapping):
+            merged = {name: dict(entry) for name, entry in old.items()}
+            for name, entry in value.items():
+                both = isinstance(entry, Mapping) and isinstance(merged.get(name), Mapping)
+                merged[name] = {**merged[name], **entry} if both else entry
+            value = merged
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out

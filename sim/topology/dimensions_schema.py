@@ -33,6 +33,7 @@ __all__ = [
     "dimension_duration_cases",
     "network_links",
     "refuse_both_forms",
+    "with_dimensions",
 ]
 
 #: the one-level keys of ``chips`` that ``dimensions`` replaces (ADR 0021: the shorthand)
@@ -63,13 +64,14 @@ _ONLY: dict[str, tuple[str, ...]] = {
 
 def refuse_both_forms(source: str, raw: Mapping[str, Any]) -> None:
     """A ``chips`` section with ``dimensions`` gives none of the shorthand keys."""
-    given = [f"'chips.{k}'" for k in SHORTHAND_KEYS if k in raw]
+    given = [f"chips.{k}" for k in SHORTHAND_KEYS if k in raw]
     if given:
+        quoted = ", ".join(f"'{k}'" for k in given)
         raise TopologyError(
-            f"{source}: keys 'chips.dimensions' and {', '.join(given)} are two forms of one "
-            "chip network (docs/adr/0021): give chips.dimensions, or the one-level shorthand "
+            f"{source}: keys 'chips.dimensions' and {quoted} are two forms of one chip "
+            "network (docs/adr/0021): give chips.dimensions, or the one-level shorthand "
             "(chips.topology, torus_dims, link_bw_gbs, link_latency_ns), not both. Remove "
-            f"{' and '.join(g.strip(chr(39)) for g in given)}, or chips.dimensions."
+            f"{' and '.join(given)}, or chips.dimensions."
         )
 
 
@@ -93,10 +95,9 @@ def _dimension(source: str, index: int, value: object) -> DimensionConfig:
     allowed = {k for k in DIMENSION_KEYS if shape in _ONLY.get(k, DIMENSION_SHAPES)}
     check_keys(source, f"{prefix}.", raw, allowed, frozenset(_DEFAULTS))
     values: dict[str, Any] = {"shape": shape}
-    for key in sorted(allowed - {"shape"}):
-        kind, _desc = DIMENSION_KEYS[key]
-        if key not in raw:
-            continue  # an optional key: the dataclass's default
+    for key, (kind, _desc) in DIMENSION_KEYS.items():
+        if key == "shape" or key not in raw:
+            continue  # checked above, or an optional key left out: the dataclass's default
         where = f"{prefix}.{key}"
         if kind == "int":
             values[key] = integer(source, where, raw[key], MAX_CODE if key == "size" else None)
@@ -211,10 +212,8 @@ def dimension_duration_cases(
     return cases
 
 
-def dimension_content(dim: DimensionConfig | Mapping[str, Any]) -> dict[str, Any]:
+def dimension_content(dim: DimensionConfig) -> dict[str, Any]:
     """A dimension as the file would say it, keys at their neutral default left out."""
-    if isinstance(dim, Mapping):
-        return dict(dim)
     out: dict[str, Any] = {
         "shape": dim.shape,
         "size": dim.size,
@@ -237,4 +236,22 @@ def chips_content(chips: ChipsConfig) -> dict[str, Any]:
         "staging_buffers": chips.staging_buffers,
         "dimensions": [dimension_content(d) for d in chips.dimensions],
     }
+    return out
+
+
+def with_dimensions(
+    chips: Mapping[str, Any], dimensions: list[Mapping[str, Any]] | tuple[DimensionConfig, ...]
+) -> dict[str, Any]:
+    """``chips`` content switched to the general form: the shorthand keys dropped,
+    ``dimensions`` (mappings as a file writes them, or :class:`DimensionConfig`) given, and
+    ``count`` their sizes' product when every size is an integer (else the validator says
+    which is not)."""
+    out = {k: v for k, v in chips.items() if k not in SHORTHAND_KEYS and k != "dimensions"}
+    out["dimensions"] = dimensions  # not a list: the validator says so
+    if isinstance(dimensions, (list, tuple)):
+        dims = [dimension_content(d) if isinstance(d, DimensionConfig) else d for d in dimensions]
+        sizes = [d.get("size") if isinstance(d, Mapping) else None for d in dims]
+        if dims and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes):
+            out["count"] = math.prod(n for n in sizes if isinstance(n, int))
+        out["dimensions"] = dims
     return out

@@ -147,7 +147,7 @@ def _read(path: Path) -> str:
     )
 
 
-_MAX_NESTING = 32  # a topology nests two levels deep; PyYAML recurses once per level
+_MAX_NESTING = 32  # a topology nests four levels deep at most; PyYAML recurses once per level
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 

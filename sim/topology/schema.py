@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from sim.topology.collectives_schema import (
     build_collectives,
     collectives_content,
     efficiency_duration_cases,
+    with_changes,
 )
 from sim.topology.dimensions_schema import (
     MULTI,
@@ -31,10 +31,10 @@ from sim.topology.dimensions_schema import (
     check_count,
     chips_content,
     derived_chips,
-    dimension_content,
     dimension_duration_cases,
     network_links,
     refuse_both_forms,
+    with_dimensions,
 )
 from sim.topology.sections import (
     PE_SYSTOLIC_KEYS,
@@ -101,17 +101,7 @@ class Topology:
         them, or :class:`DimensionConfig`), the shorthand keys dropped; ``chips.count``
         follows the sizes (their product)."""
         data = self.to_dict()
-        chips = {k: v for k, v in data["chips"].items() if k not in SHORTHAND_KEYS}
-        chips["dimensions"] = dimensions  # not a list: the validator says so
-        if isinstance(dimensions, (list, tuple)):
-            dims = [
-                dimension_content(d) if isinstance(d, DimensionConfig) else d for d in dimensions
-            ]
-            sizes = [d.get("size") if isinstance(d, Mapping) else None for d in dims]
-            if dims and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes):
-                chips["count"] = math.prod(n for n in sizes if isinstance(n, int))
-            chips["dimensions"] = dims
-        data["chips"] = chips
+        data["chips"] = with_dimensions(data["chips"], dimensions)
         return build(data, f"{self.source} (chips.dimensions overridden)")
 
     def replace_collectives(self, **changes: Any) -> Topology:
@@ -119,19 +109,7 @@ class Topology:
         ``channels=7`` or ``"auto"``); ``protocols`` merges per protocol and key; a value of
         None returns the key to its neutral default."""
         data = self.to_dict()
-        section: dict[str, Any] = data.setdefault("collectives", {})
-        for key, value in changes.items():
-            old = section.get(key)
-            if key == "protocols" and isinstance(value, Mapping) and isinstance(old, Mapping):
-                merged = {name: dict(entry) for name, entry in old.items()}
-                for name, entry in value.items():
-                    both = isinstance(entry, Mapping) and isinstance(merged.get(name), Mapping)
-                    merged[name] = {**merged[name], **entry} if both else entry
-                value = merged
-            if value is None:
-                section.pop(key, None)
-            else:
-                section[key] = value
+        data["collectives"] = with_changes(data.get("collectives", {}), changes)
         return build(data, f"{self.source} (collectives overridden: {sorted(changes)})")
 
     def with_systolic_pe(self, rows: int, cols: int, dataflow: str) -> Topology:

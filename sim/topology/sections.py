@@ -148,6 +148,14 @@ class DMAConfig:
 
 @dataclass(frozen=True)
 class ChipsConfig:
+    """The chip network and the per-chip collective engine. A shorthand file gives
+    ``topology``, ``torus_dims``, ``link_bw_gbs`` and ``link_latency_ns`` and leaves
+    ``dimensions`` empty; a ``chips.dimensions`` file gives the list, and those four are
+    derived from it (``topology``: the one dimension's shape, ``torus2d`` for two rings,
+    else ``multi``; the link values: dimension 0's). A model of a system of several
+    dimensions reads :func:`sim.topology.system.dimensions_of`, not the four
+    (docs/topology-schema.md)."""
+
     count: int
     topology: str
     torus_dims: tuple[int, int]

@@ -428,3 +428,31 @@ def test_replace_chips_keeps_working_and_returns_a_dimensions_file_to_the_shorth
     back = pod.replace_chips(count=8, topology="ring", torus_dims=(2, 4))
     assert back.fingerprint == NPU_1H
     assert pod.replace_chips(reduce_gbs=128).chips.dimensions == pod.chips.dimensions
+
+
+def test_the_schema_page_names_every_key() -> None:
+    """docs/topology-schema.md documents each key the parsers accept."""
+    from sim.topology.collectives_schema import COLLECTIVES_KEYS, PROTOCOL_KEYS
+    from sim.topology.dimensions_schema import DIMENSION_KEYS
+    from sim.topology.schema import _SCHEMA
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "topology-schema.md").read_text()
+    keys = [f"`{s}.{k}`" for s, fields in _SCHEMA.items() for k in fields if s != "pe"]
+    keys += [f"`{k}`" for k in DIMENSION_KEYS] + ["`chips.dimensions`"]
+    keys += [f"`{k}`" for k in COLLECTIVES_KEYS] + [f"`protocols.<p>.{k}`" for k in PROTOCOL_KEYS]
+    assert [k for k in keys if k not in page] == []
+
+
+def test_multi_is_derived_never_chosen(tmp_path: Path) -> None:
+    """A shorthand file may not write topology: multi; its unknown-key message offers the
+    general form."""
+    data = copy.deepcopy(RAW)
+    data["chips"]["topology"] = "multi"
+    message = _rejection(tmp_path, data)
+    assert (
+        "'chips.topology'" in message and "one of ring, fully_connected, torus2d, switch" in message
+    )
+    data = copy.deepcopy(RAW)
+    data["chips"]["dimension"] = [_ring8()]
+    message = _rejection(tmp_path, data)
+    assert "unknown key 'chips.dimension'" in message and "dimensions, link_bw_gbs" in message

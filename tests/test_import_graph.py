@@ -193,6 +193,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
     ),
     "sim.fabric": (
         [
+            "dimensions",
             "network",
             "program",
             "holds",
@@ -204,7 +205,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
             "rotation",
             "simulate",
         ],
-        {"sim.topology", "sim.oplog", "sim.units"},
+        {"sim.topology", "sim.oplog", "sim.units", "sim.limits", "sim.errors"},
     ),
     "sim.collectives": (
         [
@@ -256,7 +257,7 @@ ALLOWED = {
     "sim.core": {"oplog", "limits", "errors"},
     "sim.program": {"core", "hbm", "oplog", "topology", "units"},
     "sim.gemm": {"core", "hbm", "oplog", "limits", "topology", "units", "pe", "errors"},
-    "sim.fabric": {"topology", "oplog", "units"},
+    "sim.fabric": {"topology", "oplog", "units", "limits", "errors"},
     "sim.collectives": {"fabric", "topology", "limits", "errors", "oplog", "units"},
     "sim.tp": {
         *("gemm", "fabric", "collectives", "core", "hbm"),

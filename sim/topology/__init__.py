@@ -30,6 +30,7 @@ from sim.topology.sections import (
     PEConfig,
     SRAMConfig,
 )
+from sim.topology.system import DimensionConfig, dimensions_of
 
 __all__ = [
     "CHIP_TOPOLOGIES",
@@ -38,6 +39,7 @@ __all__ = [
     "ChipsConfig",
     "DMAConfig",
     "DTypeConfig",
+    "DimensionConfig",
     "FetchConfig",
     "HBMConfig",
     "PEConfig",
@@ -46,6 +48,7 @@ __all__ = [
     "TopologyError",
     "as_topology",
     "available_topologies",
+    "dimensions_of",
     "load_topology",
     "topology_from_env",
 ]

@@ -354,8 +354,9 @@ def test_an_unloaded_transfer_pays_every_latency_and_its_slowest_link() -> None:
 
 def test_a_credit_flies_back_with_the_slowest_links_latency() -> None:
     """One staging buffer: the second transfer of a pair waits for the first's credit, which
-    comes back the largest latency of the first's links after its reduction ends."""
-    dims = (_dim("ring", 2, 64, 700), _dim("switch", 2, 25, 1000, nic_latency_ns=2000))
+    comes back the largest latency of the first's links (here its first hop's, through the
+    NIC, not its last one's) after its reduction ends."""
+    dims = (_dim("switch", 2, 25, 1000, nic_latency_ns=2000), _dim("ring", 2, 64, 700))
     net = dataclasses.replace(build_network(_with_dims(*dims)), staging_buffers=1)
     prog = FabricProgram()
     prog.add(TRANSFER, 0, 3, 4096, 0, ())
@@ -364,6 +365,7 @@ def test_a_credit_flies_back_with_the_slowest_links_latency() -> None:
     prog.add(REDUCTION, 3, 3, 4096, 0, (2,), consumes=2)
     log = simulate_fabric(net, prog)
     hops = len(net.route(0, 3))
+    assert [net.link_latencies_ps[k] for k in net.route(0, 3)] == [3_000_000] * 2 + [700_000]
     red_end = int(log.end[hops])
     assert int(log.start[hops + 1]) == red_end + 3_000_000
     assert log.equals(reference(net, prog))

@@ -49,13 +49,14 @@ def simulate_events(
     lats = net.link_latencies_ps
     nlinks = len(net.links)
     route_of = op_routes(net, program) if routes is None else routes
+    # a staging buffer flies back with the largest latency of its transfer's links (simulate.py)
     if net.uniform:  # every hop as long as the first, data at the first hop's grain
         hop_own: list[tuple[int, ...]] | None = None
         grain = burst
+        back = [lats[0] if lats else 0] * n
     else:
         hop_own, grain = hop_holds(net, program, route_of, burst)
-    # a staging buffer flies back with its transfer's slowest link's latency (simulate.py)
-    back = [max((lats[k] for k in r), default=0) for r in route_of]
+        back = [max((lats[k] for k in r), default=0) for r in route_of]
     consumes = program.consumes
     staged = [False] * n
     for t in consumes:

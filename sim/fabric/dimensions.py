@@ -138,21 +138,7 @@ def build_dimensions(dims: tuple[DimensionConfig, ...]) -> Dimensions:
             parallel[i] = tuple(g)
 
     def path(src: int, dst: int) -> list[int]:
-        nodes = [src]
-        at = src
-        for k, d in enumerate(dims):
-            stride, s = strides[k], d.size
-            a, b = (at // stride) % s, (dst // stride) % s
-            if a == b:
-                continue
-            base = at - a * stride
-            if d.shape == RING:
-                nodes += [base + i * stride for i in ring_route(a, b, s)]
-            elif d.shape == FULLY_CONNECTED:
-                nodes.append(base + b * stride)
-            else:
-                nodes += [switch_of[k, base], base + b * stride]
-            at = base + b * stride
+        nodes = [src, *_node_path(dims, strides, switch_of, src, dst)]
         return [index[uv] for uv in itertools.pairwise(nodes)]
 
     routes = tuple(tuple(tuple(path(s, d)) for d in range(p)) for s in range(p))
@@ -164,6 +150,33 @@ def build_dimensions(dims: tuple[DimensionConfig, ...]) -> Dimensions:
         link_bws=tuple(value[uv][1] for uv in links),
         link_latencies_ps=tuple(value[uv][2] for uv in links),
     )
+
+
+def _node_path(
+    dims: tuple[DimensionConfig, ...],
+    strides: list[int],
+    switch_of: dict[tuple[int, int], int],
+    src: int,
+    dst: int,
+) -> list[int]:
+    """Nodes visited after ``src`` on the way to ``dst``, dimension by dimension (empty when
+    src == dst)."""
+    nodes = []
+    at = src
+    for k, d in enumerate(dims):
+        stride, s = strides[k], d.size
+        a, b = (at // stride) % s, (dst // stride) % s
+        if a == b:
+            continue
+        base = at - a * stride
+        if d.shape == RING:
+            nodes += [base + i * stride for i in ring_route(a, b, s)]
+        elif d.shape == FULLY_CONNECTED:
+            nodes.append(base + b * stride)
+        else:
+            nodes += [switch_of[k, base], base + b * stride]
+        at = base + b * stride
+    return nodes
 
 
 def gray_order(sizes: tuple[int, ...]) -> tuple[int, ...]:

@@ -9,14 +9,13 @@ import numpy as np
 
 from sim.fabric.network import Network
 from sim.fabric.program import COPY, TRANSFER, FabricProgram, hbm_default
-from sim.units import ps_for_bytes
 
 
-def op_ps(net: Network, kind: int, nbytes: int, hbm: int, bw: Fraction | None) -> tuple[int, int]:
-    """Time of an op of ``nbytes`` on its own engine (a transfer: on a link of bandwidth
-    ``bw``), and on its chip's HBM."""
+def op_ps(net: Network, kind: int, nbytes: int, hbm: int, link: int | None) -> tuple[int, int]:
+    """Time of an op of ``nbytes`` on its own engine (a transfer: on ``link``, or on any link
+    of a uniform network when None), and on its chip's HBM."""
     if kind == TRANSFER:
-        own = ps_for_bytes(nbytes, bw if bw is not None else net.link_bw)
+        own = net.link_ps(nbytes) if link is None else net.link_ps(nbytes, link)
     else:
         own = 0 if kind == COPY else net.reduce_ps(nbytes)
     return own, net.hbm_ps(hbm)
@@ -31,12 +30,16 @@ def op_holds(
     if not len(program):
         return [], [], [], []
     columns = [program.kind, program.nbytes, program.hbm]
-    bws: list[Fraction] | list[None] = [None]
+    links: list[int | None] = [None]  # per bandwidth code: a link of that bandwidth
     if not net.uniform:
         if routes is None:
             raise ValueError("op_holds on a network whose links differ needs the ops' routes")
-        bws = sorted(set(net.link_bws))
-        code_of = {bw: i for i, bw in enumerate(bws)}
+        code_of: dict[Fraction, int] = {}
+        links = []
+        for k, bw in enumerate(net.link_bws):
+            if bw not in code_of:
+                code_of[bw] = len(links)
+                links.append(k)
         columns.append([code_of[net.link_bws[r[0]]] if r else 0 for r in routes])
     code = np.zeros(len(program), dtype=np.int64)
     table = np.zeros((0, 1), dtype=np.int64)  # per code: the column values seen so far
@@ -47,11 +50,11 @@ def op_holds(
         table = np.vstack([table[:, pairs // len(vals)], vals[pairs % len(vals)]])
     per_key = []
     for k, b, m, *bw_code in table.T.tolist():
-        bw = bws[bw_code[0]] if bw_code else None
+        link = links[bw_code[0]] if bw_code else None
         mem = hbm_default(k, b) if m < 0 else m
-        a, h = op_ps(net, k, b, mem, bw)
+        a, h = op_ps(net, k, b, mem, link)
         g = min(b, net.burst_bytes)
-        ga, gh = op_ps(net, k, g, mem * g // b if b else 0, bw)
+        ga, gh = op_ps(net, k, g, mem * g // b if b else 0, link)
         per_key.append((a, h, max(a, h), max(ga, gh)))
     per_op = np.asarray(per_key, dtype=np.int64)[code]
     first, hbm, total, burst = (per_op[:, c].tolist() for c in range(4))
@@ -69,17 +72,17 @@ def hop_holds(
     burst through the slowest of its links (or its HBM grain, ``burst``, when that is longer);
     other ops: ``()`` and their ``burst``."""
     cache: dict[tuple[int, Fraction], int] = {}
+    bws, grain_bytes = net.link_bws, net.burst_bytes
 
-    def ps(nbytes: int, bw: Fraction) -> int:
-        key = (nbytes, bw)
+    def ps(nbytes: int, link: int) -> int:
+        key = (nbytes, bws[link])
         if key not in cache:
-            cache[key] = ps_for_bytes(nbytes, bw)
+            cache[key] = net.link_ps(nbytes, link)
         return cache[key]
 
-    bws, grain_bytes = net.link_bws, net.burst_bytes
     own: list[tuple[int, ...]] = []
     grain: list[int] = []
     for r, b, g in zip(routes, program.nbytes, burst, strict=True):
-        own.append(tuple(ps(b, bws[k]) for k in r))
-        grain.append(max([g, *(ps(min(b, grain_bytes), bws[k]) for k in r)]))
+        own.append(tuple(ps(b, k) for k in r))
+        grain.append(max([g, *(ps(min(b, grain_bytes), k) for k in r)]))
     return own, grain

@@ -205,6 +205,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
     ),
     "sim.fabric": (
         [
+            "dimensions",
             "network",
             "program",
             "holds",
@@ -216,7 +217,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
             "rotation",
             "simulate",
         ],
-        {"sim.topology", "sim.oplog", "sim.units"},
+        {"sim.topology", "sim.oplog", "sim.units", "sim.limits", "sim.errors"},
     ),
     "sim.collectives": (
         [
@@ -268,7 +269,7 @@ ALLOWED = {
     "sim.core": {"oplog", "limits", "errors"},
     "sim.program": {"core", "hbm", "oplog", "topology", "units"},
     "sim.gemm": {"core", "hbm", "oplog", "limits", "topology", "units", "pe", "errors"},
-    "sim.fabric": {"topology", "oplog", "units"},
+    "sim.fabric": {"topology", "oplog", "units", "limits", "errors"},
     "sim.collectives": {"fabric", "topology", "limits", "errors", "oplog", "units"},
     "sim.tp": {
         *("gemm", "fabric", "collectives", "core", "hbm"),

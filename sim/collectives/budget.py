@@ -18,7 +18,7 @@ from sim.limits import (
     whole_number,
     whole_text,
 )
-from sim.topology import Topology, as_topology
+from sim.topology import Topology, as_topology, dimensions_of
 from sim.units import ps_for_bytes
 
 __all__ = ["CollectiveEstimate", "check_collective", "estimate_collective"]
@@ -120,7 +120,12 @@ def check_collective(
     per_chunk = max(bpe, (t.chips.chunk_bytes if chunk is None else chunk) // bpe * bpe)
     net = t.chips
     per_transfer = max(bpe, min(per_chunk, size))  # a transfer carries at most one chunk
-    link = ps_for_bytes(per_transfer, net.link_bw) + net.link_latency_ps
+    dims = dimensions_of(net)  # worst case: the slowest link, the longest latency (NIC too)
+    slowest = min(d.link_bw for d in dims)
+    longest = max(
+        d.link_latency_ps + (d.nic_latency_ps if d.shape == "switch" else 0) for d in dims
+    )
+    link = ps_for_bytes(per_transfer, slowest) + longest
     worst = records * max(link, ps_for_bytes(per_transfer, net.reduce_bw))
     check_time(what, worst, parts)
     return size, chunk

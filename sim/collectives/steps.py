@@ -15,7 +15,7 @@ from sim.collectives.trees import double_binary_tree, tree_levels
 from sim.fabric import (
     Network,
 )
-from sim.topology import Topology
+from sim.topology import Topology, dimensions_of
 
 Flow = tuple[int, int]
 
@@ -154,10 +154,23 @@ def step_load(net: Network, step: ModelStep) -> dict[int, int]:
 
 
 def model_costs(topo: Topology, chunk_bytes: int | None) -> Costs:
+    """The model's per-hop and per-byte costs: it reads one link bandwidth and latency, so a
+    network whose dimensions differ in them (or add NIC latency) is refused, not averaged."""
     cfg = topo.chips
+    links = {
+        (d.link_bw, d.link_latency_ps + (d.nic_latency_ps if d.shape == "switch" else 0))
+        for d in dimensions_of(cfg)
+    }
+    if len(links) != 1:
+        raise CollectiveError(
+            "the alpha-beta model reads one link bandwidth and latency, but chips.dimensions "
+            f"gives {len(links)} different (bandwidth, latency) pairs; time this network with "
+            "the fabric engine (simulate_fabric), not the model"
+        )
+    ((bw, lat),) = links
     return Costs(
-        alpha=float(cfg.link_latency_ps),
-        beta=1000.0 / float(cfg.link_bw),
+        alpha=float(lat),
+        beta=1000.0 / float(bw),
         gamma=1000.0 / float(cfg.reduce_bw),
         mem=1000.0 / float(topo.hbm.bw),
         chunk=cfg.chunk_bytes if chunk_bytes is None else chunk_bytes,

@@ -83,7 +83,7 @@ def _route_problems(net: Network, compiled: Compiled, log: OpLog) -> str:
     if len(bad):
         i = int(bad[0])
         return f"op {int(ops[i])}: transfer {src[ops[i]]}->{dst[ops[i]]} starts on {names[eng[i]]}"
-    lat = net.latency_ps
+    lat = np.asarray(net.link_latencies_ps, dtype=np.int64)[eng[last]]  # each last hop's
     n = len(prog)
     arrive = np.zeros(n, dtype=np.int64)
     begins = np.zeros(n, dtype=np.int64)

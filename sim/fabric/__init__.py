@@ -3,7 +3,10 @@ copies, and its timing on the links, reduce engines and HBM of every chip.
 
 Modules, each with one job:
 
-* :mod:`~sim.fabric.network`: the network of a topology (links and routes);
+* :mod:`~sim.fabric.dimensions`: the links, lanes, per-link bandwidth and latency and the
+  dimension-ordered routes of a list of dimensions (ADR 0021);
+* :mod:`~sim.fabric.network`: the network of a topology (:class:`Network`: links, lanes,
+  per-link values, routes; :meth:`Network.derated` for a protocol);
 * :mod:`~sim.fabric.program`: the fabric program and the checks of its dependencies;
 * :mod:`~sim.fabric.holds`: what each op holds (its engine, its chip's HBM, one burst);
 * :mod:`~sim.fabric.simulate`: :func:`simulate_fabric`, the timing rules, which picks
@@ -12,10 +15,11 @@ Modules, each with one job:
 * :mod:`~sim.fabric.scan`: one server's queue as a max-plus scan in numpy;
 * :mod:`~sim.fabric.log`: the op log's engines and stages, and arrival times.
 
-Imports run one way: a module imports only modules listed before it in ``network``,
+Imports run one way: a module imports only modules listed before it in ``dimensions``, ``network``,
 ``program``, ``holds``, ``log``, ``one_shot``, ``scan``, ``events``, ``uncontended``,
 ``rotation``, ``simulate``. Outside the package, ``sim.fabric`` imports only
-``sim.topology`` and ``sim.oplog``; other code imports this package, not its modules.
+``sim.topology``, ``sim.oplog``, ``sim.units``, ``sim.limits`` and ``sim.errors``; other code
+imports this package, not its modules.
 """
 
 from __future__ import annotations

@@ -9,19 +9,34 @@ from collections import deque
 
 import numpy as np
 
+from sim.fabric.holds import hop_holds
 from sim.fabric.log import op_log
 from sim.fabric.network import Network
-from sim.fabric.program import COPY, REDUCTION, TRANSFER, FabricProgram, accumulators, dependents_of
+from sim.fabric.program import (
+    COPY,
+    REDUCTION,
+    TRANSFER,
+    FabricProgram,
+    accumulators,
+    dependents_of,
+    op_routes,
+)
 from sim.oplog import OpLog
 
 
 def simulate_events(
-    net: Network, program: FabricProgram, holds: tuple[list[int], ...], *, contention: bool
+    net: Network,
+    program: FabricProgram,
+    holds: tuple[list[int], ...],
+    *,
+    contention: bool,
+    routes: list[tuple[int, ...]] | None = None,
 ) -> OpLog:
     """The event-driven engine of :func:`simulate_fabric`.
 
     Only start and end times are dynamic: each record has a slot (op by op, hop by hop, the
-    log's order), and its chip, engine and stage follow from the op afterwards.
+    log's order), and its chip, engine and stage follow from the op afterwards. ``routes``
+    (per op, :func:`~sim.fabric.program.op_routes`) are computed when not given.
     """
     n = len(program)
     kind, src, dst = program.kind, program.src, program.dst
@@ -30,8 +45,18 @@ def simulate_events(
     into = accumulators(program)
     acc_end = [0] * n  # per accumulator (by its first reduction): when its last add ended
     waiting = [len(d) for d in program.deps]
-    p, lat, routes = net.chips, net.latency_ps, net.routes
+    p = net.chips
+    lats = net.link_latencies_ps
     nlinks = len(net.links)
+    route_of = op_routes(net, program) if routes is None else routes
+    # a staging buffer flies back with the largest latency of its transfer's links (simulate.py)
+    if net.uniform:  # every hop as long as the first, data at the first hop's grain
+        hop_own: list[tuple[int, ...]] | None = None
+        grain = burst
+        back = [lats[0] if lats else 0] * n
+    else:
+        hop_own, grain = hop_holds(net, program, route_of, burst)
+        back = [max((lats[k] for k in r), default=0) for r in route_of]
     consumes = program.consumes
     staged = [False] * n
     for t in consumes:
@@ -44,33 +69,38 @@ def simulate_events(
     head = [0] * n  # when the first burst of every input is there
     tail = [0] * n  # when the last byte of every input is there
     hop_end = [0] * n
-    hops = max((len(r) for row in routes for r in row), default=1)
-    servers = nlinks + p if contention else nlinks + p + p * p * hops
-    busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
-    queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
-    hbm_free = [0] * p
     conn = [s * p + d for s, d in zip(src, dst, strict=True)]
     # per op: the servers of its hops (a transfer) or its reduce engine (one entry)
     if contention:
-        pair_res = [routes[s][d] for s in range(p) for d in range(p)]
-    else:
-        pair_res = [
-            tuple(nlinks + p + c * hops + h for h in range(len(routes[c // p][c % p])))
-            for c in range(p * p)
+        servers = nlinks + p
+        res_of = [
+            r if k == TRANSFER else (nlinks + s,)
+            for k, s, r in zip(kind, src, route_of, strict=True)
         ]
-    res_of = [
-        pair_res[c] if k == TRANSFER else (nlinks + s,)
-        for k, s, c in zip(kind, src, conn, strict=True)
-    ]
-    nrec = [
-        len(routes[s][d]) if k == TRANSFER else 1 for k, s, d in zip(kind, src, dst, strict=True)
-    ]
+    else:  # every (sender, receiver) pair and route has a link of its own at every hop
+        own_links: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}
+        servers = nlinks + p
+        res_of = []
+        for k, s, c, r in zip(kind, src, conn, route_of, strict=True):
+            if k != TRANSFER:
+                res_of.append((nlinks + s,))
+                continue
+            if (c, r) not in own_links:
+                own_links[c, r] = tuple(range(servers, servers + len(r)))
+                servers += len(r)
+            res_of.append(own_links[c, r])
+    busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
+    queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
+    hbm_free = [0] * p
+    nrec = [len(r) if k == TRANSFER else 1 for k, r in zip(kind, route_of, strict=True)]
     slot = list(itertools.accumulate(nrec, initial=0))
     r_start = [0] * slot[-1]
     r_end = [0] * slot[-1]
     done = 0
     ready = [i for i in range(n) if not waiting[i]]
-    if lat > 0:  # nothing comes back at time 0: past the staging buffers, pairs wait in id order
+    if (
+        lats and min(lats) > 0
+    ):  # nothing comes back at time 0: past the staging buffers, pairs wait in id order
         for idx, i in enumerate(ready):
             if kind[i] == TRANSFER and staged[i]:
                 c = conn[i]
@@ -165,18 +195,20 @@ def simulate_events(
                 if tail[i] + burst[i] > end:
                     end = tail[i] + burst[i]
             else:
-                end = begin + first[i]
-                if hop_end[i] + lat > end:
-                    end = hop_end[i] + lat
+                end = begin + (first[i] if hop_own is None else hop_own[i][hop])
+                after = hop_end[i] + lats[route_of[i][hop - 1]]
+                if after > end:
+                    end = after
             hop_end[i] = end
             push(heap, (end, -1, res))
             at = slot[i] + hop
             r_start[at] = begin
             r_end[at] = end
+            lat = lats[route_of[i][hop]]
             if hop + 1 < nrec[i]:
                 push(heap, (begin + lat, i, hop + 1))
             else:
-                produced(i, begin + lat, end + lat, burst[i])
+                produced(i, begin + lat, end + lat, grain[i])
         else:
             chip = src[i]
             begin = now
@@ -194,7 +226,7 @@ def simulate_events(
             r_start[at] = begin
             r_end[at] = end
             if consumes[i] >= 0:
-                push(heap, (end + lat, consumes[i], -1))
+                push(heap, (end + back[consumes[i]], consumes[i], -1))
             produced(i, begin, end, burst[i])
     if done < slot[-1]:
         stuck = [i for i in range(n) if waiting[i]][:3]
@@ -203,4 +235,4 @@ def simulate_events(
             f"cycle or every staging buffer held by data that waits (e.g. ops {stuck}); "
             "raise chips.staging_buffers"
         )
-    return op_log(net, program, np.asarray(nrec, dtype=np.int64), r_start, r_end)
+    return op_log(net, program, np.asarray(nrec, dtype=np.int64), r_start, r_end, route_of)

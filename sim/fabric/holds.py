@@ -1,6 +1,9 @@
-"""What each op of a fabric program holds: its own engine, its chip's HBM, and one burst."""
+"""What each op of a fabric program holds: its own engine, its chip's HBM, and one burst; and,
+on a network whose links differ, a transfer's time on each link of its route."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import numpy as np
 
@@ -8,35 +11,78 @@ from sim.fabric.network import Network
 from sim.fabric.program import COPY, TRANSFER, FabricProgram, hbm_default
 
 
-def op_ps(net: Network, kind: int, nbytes: int, hbm: int) -> tuple[int, int]:
-    """Time of an op of ``nbytes`` on its own engine, and on its chip's HBM."""
-    own = net.link_ps(nbytes) if kind == TRANSFER else net.reduce_ps(nbytes) if kind else 0
-    if kind == COPY:
-        own = 0
+def op_ps(net: Network, kind: int, nbytes: int, hbm: int, link: int | None) -> tuple[int, int]:
+    """Time of an op of ``nbytes`` on its own engine (a transfer: on ``link``, or on any link
+    of a uniform network when None), and on its chip's HBM."""
+    if kind == TRANSFER:
+        own = net.link_ps(nbytes) if link is None else net.link_ps(nbytes, link)
+    else:
+        own = 0 if kind == COPY else net.reduce_ps(nbytes)
     return own, net.hbm_ps(hbm)
 
 
 def op_holds(
-    net: Network, program: FabricProgram
+    net: Network, program: FabricProgram, routes: list[tuple[int, ...]] | None = None
 ) -> tuple[list[int], list[int], list[int], list[int]]:
-    """Per op: time on its own engine, on its chip's HBM, until it ends (the longer), and
+    """Per op: time on its own engine (a transfer: on the first link of its route, one of
+    ``routes``, needed when links differ), on its chip's HBM, until it ends (the longer), and
     for one burst (the streaming granule: ``hbm.burst_bytes``)."""
     if not len(program):
         return [], [], [], []
+    columns = [program.kind, program.nbytes, program.hbm]
+    links: list[int | None] = [None]  # per bandwidth code: a link of that bandwidth
+    if not net.uniform:
+        if routes is None:
+            raise ValueError("op_holds on a network whose links differ needs the ops' routes")
+        code_of: dict[Fraction, int] = {}
+        links = []
+        for k, bw in enumerate(net.link_bws):
+            if bw not in code_of:
+                code_of[bw] = len(links)
+                links.append(k)
+        columns.append([code_of[net.link_bws[r[0]]] if r else 0 for r in routes])
     code = np.zeros(len(program), dtype=np.int64)
     table = np.zeros((0, 1), dtype=np.int64)  # per code: the column values seen so far
-    for col in (program.kind, program.nbytes, program.hbm):
+    for col in columns:
         vals, inv = np.unique(np.asarray(col, dtype=np.int64), return_inverse=True)
         pairs, code = np.unique(code * len(vals) + inv.reshape(-1), return_inverse=True)
         code = code.reshape(-1)  # renumbered: codes stay below len(program)
         table = np.vstack([table[:, pairs // len(vals)], vals[pairs % len(vals)]])
     per_key = []
-    for k, b, m in table.T.tolist():
+    for k, b, m, *bw_code in table.T.tolist():
+        link = links[bw_code[0]] if bw_code else None
         mem = hbm_default(k, b) if m < 0 else m
-        a, h = op_ps(net, k, b, mem)
+        a, h = op_ps(net, k, b, mem, link)
         g = min(b, net.burst_bytes)
-        ga, gh = op_ps(net, k, g, mem * g // b if b else 0)
+        ga, gh = op_ps(net, k, g, mem * g // b if b else 0, link)
         per_key.append((a, h, max(a, h), max(ga, gh)))
     per_op = np.asarray(per_key, dtype=np.int64)[code]
     first, hbm, total, burst = (per_op[:, c].tolist() for c in range(4))
     return first, hbm, total, burst
+
+
+def hop_holds(
+    net: Network,
+    program: FabricProgram,
+    routes: list[tuple[int, ...]],
+    burst: list[int],
+) -> tuple[list[tuple[int, ...]], list[int]]:
+    """On a network whose links differ: per transfer, its time on each link of its route
+    (``bytes / that link's bandwidth``), and the grain its data reaches the receiver at: one
+    burst through the slowest of its links (or its HBM grain, ``burst``, when that is longer);
+    other ops: ``()`` and their ``burst``."""
+    cache: dict[tuple[int, Fraction], int] = {}
+    bws, grain_bytes = net.link_bws, net.burst_bytes
+
+    def ps(nbytes: int, link: int) -> int:
+        key = (nbytes, bws[link])
+        if key not in cache:
+            cache[key] = net.link_ps(nbytes, link)
+        return cache[key]
+
+    own: list[tuple[int, ...]] = []
+    grain: list[int] = []
+    for r, b, g in zip(routes, program.nbytes, burst, strict=True):
+        own.append(tuple(ps(b, k) for k in r))
+        grain.append(max([g, *(ps(min(b, grain_bytes), k) for k in r)]))
+    return own, grain

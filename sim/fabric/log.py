@@ -3,11 +3,13 @@ and per reduction or copy, and when each transfer's data arrived."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import numpy.typing as npt
 
 from sim.fabric.network import Network
-from sim.fabric.program import REDUCTION, TRANSFER, FabricProgram
+from sim.fabric.program import REDUCTION, TRANSFER, FabricProgram, op_routes
 from sim.oplog import OpLog
 
 STAGES = ("send", "forward", "reduce", "copy")
@@ -28,25 +30,24 @@ def op_log(
     nrec: npt.NDArray[np.int64],
     start: list[int] | npt.NDArray[np.int64],
     end: list[int] | npt.NDArray[np.int64],
+    routes: list[tuple[int, ...]] | None = None,
 ) -> OpLog:
     """The op log of ``program``: one record per hop of each transfer and per other op, in op
     and hop order, with the given start and end times; chip, engine and stage follow from
-    each op (a hop's link and the chip it belongs to, the reduce engine, HBM for a copy)."""
-    n, p, nlinks = len(program), net.chips, len(net.links)
+    each op (a hop's link on the op's route, one of ``routes``, and the chip it belongs to;
+    the reduce engine; HBM for a copy)."""
+    n, nlinks = len(program), len(net.links)
     kind = np.asarray(program.kind, dtype=np.int64)
     src = np.asarray(program.src, dtype=np.int64)
     op = np.repeat(np.arange(n, dtype=np.int64), nrec)
     hop = np.arange(len(op), dtype=np.int64) - np.repeat(np.cumsum(nrec) - nrec, nrec)
-    deepest = max(1, max((len(r) for row in net.routes for r in row), default=1))
-    route = np.zeros((p * p, deepest), dtype=np.int64)
-    for s, row in enumerate(net.routes):
-        for d, r in enumerate(row):
-            route[s * p + d, : len(r)] = r
-    conn = src * p + np.asarray(program.dst, dtype=np.int64)
-    link = route[conn[op], np.minimum(hop, deepest - 1)]
     k = kind[op]
-    link_chip = np.asarray([net.link_chip(i) for i in range(nlinks)], dtype=np.int64)
     on_link = k == TRANSFER
+    route_of = op_routes(net, program) if routes is None else routes
+    hops = int(np.count_nonzero(on_link))
+    link = np.zeros(len(op), dtype=np.int64)
+    link[on_link] = np.fromiter(itertools.chain.from_iterable(route_of), np.int64, hops)
+    link_chip = np.asarray([net.link_chip(i) for i in range(nlinks)], dtype=np.int64)
     cols = {
         "op": op,
         "chip": np.where(on_link, link_chip[link] if nlinks else 0, src[op]),
@@ -65,9 +66,12 @@ def op_log(
 
 
 def arrival_ps(net: Network, log: OpLog) -> dict[int, int]:
-    """When each transfer's last byte reached its destination: its last hop's end + latency."""
+    """When each transfer's last byte reached its destination: its last hop's end plus that
+    hop's link latency (the log's link engines are ``net``'s links, in order)."""
     is_link = (log.stage == SEND) | (log.stage == FORWARD)
+    lats = np.asarray(net.link_latencies_ps, dtype=np.int64)
+    ends = log.end[is_link] + lats[log.engine[is_link].astype(np.int64)]
     out: dict[int, int] = {}
-    for op, end in zip(log.op[is_link].tolist(), log.end[is_link].tolist(), strict=True):
-        out[op] = max(out.get(op, 0), end + net.latency_ps)
+    for op, end in zip(log.op[is_link].tolist(), ends.tolist(), strict=True):
+        out[op] = max(out.get(op, 0), end)
     return out

@@ -1,45 +1,48 @@
-"""The network of a topology: its nodes, its links (one per direction of a cable) and the
-route of every chip pair; the timing rules that use it are in :mod:`sim.fabric.simulate`.
+"""The network of a topology: its nodes, its links (one engine per direction of a cable, per
+lane), their bandwidth and latency, and the route of every chip pair on every lane; the
+timing rules that use it are in :mod:`sim.fabric.simulate`.
 
-Topologies (``chips.topology``): ``ring`` (bidirectional; shortest path, a tie at distance
-p/2 goes up from the lower chip and down from the higher one), ``fully_connected`` (a link
-per ordered pair), ``torus2d`` (``rows x cols``, chip ``r*cols + c``; dimension order:
-along the row first, then along the column, each dimension routed like a ring) and
-``switch`` (one link each way between every chip and a non-blocking switch, so every
-route is two hops: the switch adds a hop).
+Every network is built from ``dimensions_of(topo.chips)`` (:mod:`sim.fabric.dimensions`,
+ADR 0021). Today's one-level topologies are its shorthand and give today's network, link for
+link: ``ring`` (bidirectional; shortest path, a tie at distance p/2 goes up from the lower
+chip and down from the higher one), ``fully_connected`` (a link per ordered pair),
+``torus2d`` (``rows x cols``, chip ``r*cols + c``: the dimensions ``[cols, rows]``; dimension
+order: along the row first, then along the column, each dimension routed like a ring) and
+``switch`` (one link each way between every chip and a non-blocking switch, so every route
+is two hops: the switch adds a hop).
 """
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from sim.topology import Topology
+from sim.fabric.dimensions import build_dimensions, gray_order, ring_route
+from sim.topology import DimensionConfig, Topology, dimensions_of
 from sim.units import ps_for_bytes
 
+__all__ = ["SWITCH", "Network", "build_network", "ring_route", "torus_cycle"]
+
 SWITCH = "sw"
-
-
-def ring_route(src: int, dst: int, size: int) -> tuple[int, ...]:
-    """Positions visited after ``src`` on the shortest way round a ring of ``size`` to ``dst``.
-
-    A tie (distance exactly size/2) goes up (increasing index) from the lower position and
-    down from the higher one, so an exchange between the two halves uses both directions.
-    """
-    up = (dst - src) % size
-    down = (src - dst) % size
-    go_up = up < down or (up == down and src < dst)
-    step, dist = (1, up) if go_up else (-1, down)
-    return tuple((src + step * i) % size for i in range(1, dist + 1))
+DIMENSIONS = "dimensions"  # Network.kind of a network that is none of the one-level shapes
 
 
 @dataclass(frozen=True)
 class Network:
-    """The links of one topology and the route of every chip pair.
+    """The links of one topology, their values, and the route of every chip pair.
 
-    Nodes are chips ``0..chips-1``; a switch, when there is one, is node ``chips``.
-    ``routes[src][dst]`` lists the link indices a transfer crosses, in order.
+    Nodes are chips ``0..chips-1``, then the switches (one per group of each switch
+    dimension). ``routes[src][dst]`` lists the link indices a transfer crosses on lane 0, in
+    order; :meth:`route` gives any lane's. ``link_bws[k]`` (bytes per ns = GB/s) and
+    ``link_latencies_ps[k]`` are link ``k``'s bandwidth per direction and flight time.
+    ``parallel[k]`` is link ``k``'s group of parallel engines (lanes), lane 0 first; ``()``
+    means every link is its own only lane.
+
+    ``kind`` is the one-level topology the network is (``ring``, ``fully_connected``,
+    ``torus2d``: exactly two ring dimensions, ``switch``) or ``dimensions``; ``dims`` is
+    ``(rows, cols)`` of a ``torus2d`` and ``(1, chips)`` otherwise; ``sizes`` the dimensions'
+    sizes, innermost first.
     """
 
     kind: str
@@ -47,38 +50,98 @@ class Network:
     dims: tuple[int, int]
     links: tuple[tuple[int, int], ...]
     routes: tuple[tuple[tuple[int, ...], ...], ...]
-    latency_ps: int
-    link_bw: Fraction
+    link_bws: tuple[Fraction, ...]
+    link_latencies_ps: tuple[int, ...]
     reduce_bw: Fraction
     hbm_bw: Fraction
     staging_buffers: int
     burst_bytes: int
+    parallel: tuple[tuple[int, ...], ...] = ()
+    sizes: tuple[int, ...] = ()
+    # what the one-value properties give on a network without links (one chip): dimension
+    # 0's bandwidth and latency, as a one-chip topology states them
+    idle: tuple[Fraction, int] = (Fraction(0), 0)
+
+    @property
+    def uniform(self) -> bool:
+        """Whether every link has the same bandwidth and the same latency."""
+        return len(set(self.link_bws)) <= 1 and len(set(self.link_latencies_ps)) <= 1
+
+    def _uniform_value(self, values: tuple[Fraction, ...], what: str) -> Fraction:
+        if len(set(values)) > 1:
+            shown = ", ".join(str(v) for v in sorted(set(values)))
+            raise ValueError(
+                f"this network's links differ in {what} ({shown}): read "
+                f"{'link_bws' if what == 'bandwidth' else 'link_latencies_ps'}[link] (or "
+                "Network.link_ps(nbytes, link)) instead of the one-value property"
+            )
+        if not values:
+            return Fraction(self.idle[0] if what == "bandwidth" else self.idle[1])
+        return values[0]
+
+    @property
+    def latency_ps(self) -> int:
+        """The flight time of every link, for a uniform network (:attr:`uniform`); raises
+        ``ValueError`` when links differ, so that no caller reads one link's value for all."""
+        return int(self._uniform_value(tuple(map(Fraction, self.link_latencies_ps)), "latency"))
+
+    @property
+    def link_bw(self) -> Fraction:
+        """The bandwidth of every link, for a uniform network; raises ``ValueError`` when
+        links differ (as :attr:`latency_ps`)."""
+        return self._uniform_value(self.link_bws, "bandwidth")
+
+    @property
+    def lanes(self) -> int:
+        """Lanes after which every dimension's lane choice repeats: the least common multiple
+        of the dimensions' lane counts (1 without parallel engines)."""
+        return math.lcm(*{len(g) for g in self.parallel}) if self.parallel else 1
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Engine names of the links: ``link3->4``, ``link3->sw``, ``linksw->4``."""
-        return tuple(f"link{self._node(u)}->{self._node(v)}" for u, v in self.links)
+        """Engine names of the links: ``link3->4``, ``link3->sw``, ``linksw->4`` (one switch),
+        ``link3->sw1`` (several: by node order), and a lane ``l > 0`` adds ``#l``:
+        ``link3->4#1``, ``link3->sw0#2``."""
+        top = max((max(uv) for uv in self.links), default=-1)
+        many = top - self.chips > 0  # more than one switch node
+        lane = [0] * len(self.links)
+        for g in self.parallel:
+            for at, k in enumerate(g):
+                lane[k] = at
+        return tuple(
+            f"link{self._node(u, many)}->{self._node(v, many)}" + (f"#{lane[k]}" if lane[k] else "")
+            for k, (u, v) in enumerate(self.links)
+        )
 
-    def _node(self, node: int) -> str:
-        return SWITCH if node == self.chips else str(node)
+    def _node(self, node: int, many: bool) -> str:
+        if node < self.chips:
+            return str(node)
+        return f"{SWITCH}{node - self.chips}" if many else SWITCH
 
     def link_chip(self, link: int) -> int:
         """The chip a link belongs to: its sending chip, or the chip a switch port feeds."""
         u, v = self.links[link]
         return u if u < self.chips else v
 
-    def route(self, src: int, dst: int) -> tuple[int, ...]:
-        return self.routes[src][dst]
+    def route(self, src: int, dst: int, lane: int = 0) -> tuple[int, ...]:
+        """The links a transfer ``src -> dst`` crosses on ``lane``: on each hop, lane ``lane
+        mod k`` of that hop's ``k`` parallel links (lane 0: ``routes[src][dst]``)."""
+        r = self.routes[src][dst]
+        if not lane or not self.parallel:
+            return r
+        par = self.parallel
+        return tuple(par[k][lane % len(par[k])] for k in r)
 
     def hops(self, src: int, dst: int) -> int:
         return len(self.routes[src][dst])
 
-    def link_ps(self, nbytes: int) -> int:
-        """Time a transfer of ``nbytes`` occupies one link direction: bytes / link_bw.
+    def link_ps(self, nbytes: int, link: int | None = None) -> int:
+        """Time a transfer of ``nbytes`` occupies one link direction: bytes / its bandwidth
+        (``link`` None: the uniform bandwidth, :attr:`link_bw`).
 
         Latency is flight time, not occupancy: it is added to arrival, not to this.
         """
-        return ps_for_bytes(nbytes, self.link_bw)
+        return ps_for_bytes(nbytes, self.link_bw if link is None else self.link_bws[link])
 
     def hbm_ps(self, nbytes: int) -> int:
         """Time the chip's HBM (one bandwidth server) takes to read or write ``nbytes``."""
@@ -89,8 +152,28 @@ class Network:
         return ps_for_bytes(nbytes, self.reduce_bw)
 
     def out_links(self, chip: int) -> tuple[int, ...]:
-        """Links leaving ``chip`` (its injection ports)."""
+        """Links leaving ``chip`` (its injection ports), every lane."""
         return tuple(i for i, (u, _v) in enumerate(self.links) if u == chip)
+
+    def derated(self, bw_factor: Fraction, extra_out_latency_ps: int) -> Network:
+        """This network under a protocol (ADR 0021 decision 2): every link's bandwidth times
+        ``bw_factor`` (the protocol's efficiency) and ``extra_out_latency_ps`` (a per-step
+        cost) added to the latency of every link leaving a chip (chip to chip, and chip to
+        switch; a switch's links to the chips are unchanged). Routes and lanes are kept."""
+        if bw_factor <= 0 or extra_out_latency_ps < 0:
+            raise ValueError(
+                f"derated({bw_factor}, {extra_out_latency_ps}): the factor must be > 0 and the "
+                "extra latency >= 0"
+            )
+        return replace(
+            self,
+            link_bws=tuple(bw * bw_factor for bw in self.link_bws),
+            link_latencies_ps=tuple(
+                lat + (extra_out_latency_ps if u < self.chips else 0)
+                for lat, (u, _v) in zip(self.link_latencies_ps, self.links, strict=True)
+            ),
+            idle=(self.idle[0] * bw_factor, self.idle[1] + extra_out_latency_ps),
+        )
 
     def ring_order(self) -> tuple[int, ...]:
         """A Hamiltonian cycle of one-hop edges: consecutive chips (and last, first) are neighbours.
@@ -98,7 +181,12 @@ class Network:
         Identity for ring, fully_connected and switch. On a ``rows x cols`` torus: a snake
         when a side is even; when both are odd (>= 3), the snake of the first ``rows-1`` rows
         with the last row spliced in through its wrap-around link (:func:`torus_cycle`).
+        Any other network of dimensions: a reflected Gray code of the chips' digits
+        (:func:`~sim.fabric.dimensions.gray_order`), consecutive chips one step apart in one
+        dimension; its last and first chip are neighbours only after an even number of sweeps.
         """
+        if self.kind == DIMENSIONS:
+            return gray_order(self.sizes)
         if self.kind != "torus2d":
             return tuple(range(self.chips))
         rows, cols = self.dims
@@ -142,59 +230,33 @@ def _snake(rows: int, cols: int) -> list[tuple[int, int]]:
 
 
 def build_network(topo: Topology) -> Network:
-    """The network of ``topo.chips``: links and routes, per the module docstring."""
-    cfg = topo.chips
-    p, kind = cfg.count, cfg.topology
-    dims = cfg.torus_dims if kind == "torus2d" else (1, p)
-    node_paths = [[_node_path(kind, p, dims, s, d) for d in range(p)] for s in range(p)]
-    links: dict[tuple[int, int], int] = {}
-    if kind == "switch":
-        for c in range(p):
-            links.setdefault((c, p), len(links))
-            links.setdefault((p, c), len(links))
-    for s in range(p):
-        for d in range(p):
-            path = [s, *node_paths[s][d]]
-            for u, v in itertools.pairwise(path):
-                links.setdefault((u, v), len(links))
-    order = sorted(links, key=lambda uv: (min(uv), uv))
-    index = {uv: i for i, uv in enumerate(order)}
-    routes = tuple(
-        tuple(
-            tuple(index[uv] for uv in itertools.pairwise([s, *node_paths[s][d]])) for d in range(p)
-        )
-        for s in range(p)
-    )
+    """The network of ``dimensions_of(topo.chips)`` (module docstring)."""
+    dims = dimensions_of(topo.chips)
+    net = build_dimensions(dims)
+    kind = _kind(dims)
     return Network(
         kind=kind,
-        chips=p,
-        dims=dims,
-        links=tuple(order),
-        routes=routes,
-        latency_ps=cfg.link_latency_ps,
-        link_bw=cfg.link_bw,
-        reduce_bw=cfg.reduce_bw,
+        chips=net.chips,
+        dims=(dims[1].size, dims[0].size) if kind == "torus2d" else (1, net.chips),
+        links=net.links,
+        routes=net.routes,
+        link_bws=net.link_bws,
+        link_latencies_ps=net.link_latencies_ps,
+        reduce_bw=topo.chips.reduce_bw,
         hbm_bw=topo.hbm.bw,
-        staging_buffers=cfg.staging_buffers,
+        staging_buffers=topo.chips.staging_buffers,
         burst_bytes=topo.hbm.burst_bytes,
+        parallel=net.parallel if any(len(g) > 1 for g in net.parallel) else (),
+        sizes=tuple(d.size for d in dims),
+        idle=(dims[0].link_bw, dims[0].link_latency_ps),
     )
 
 
-def _node_path(kind: str, p: int, dims: tuple[int, int], src: int, dst: int) -> list[int]:
-    """Nodes visited after ``src`` on the way to ``dst`` (empty when src == dst)."""
-    if src == dst:
-        return []
-    if kind == "fully_connected":
-        return [dst]
-    if kind == "switch":
-        return [p, dst]
-    if kind == "ring":
-        return list(ring_route(src, dst, p))
-    if kind == "torus2d":
-        rows, cols = dims
-        (r0, c0), (r1, c1) = divmod(src, cols), divmod(dst, cols)
-        path = [r0 * cols + c for c in ring_route(c0, c1, cols)]
-        return path + [r * cols + c1 for r in ring_route(r0, r1, rows)]
-    raise ValueError(
-        f"chips.topology {kind!r} has no network; use ring, fully_connected, torus2d or switch"
-    )
+def _kind(dims: tuple[DimensionConfig, ...]) -> str:
+    """The one-level topology ``dims`` are (a torus: exactly two ring dimensions), or
+    :data:`DIMENSIONS`."""
+    if len(dims) == 1:
+        return dims[0].shape
+    if len(dims) == 2 and all(d.shape == "ring" for d in dims):
+        return "torus2d"
+    return DIMENSIONS

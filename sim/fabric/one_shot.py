@@ -30,10 +30,14 @@ def one_shot(net: Network, program: FabricProgram) -> OneShot | None:
     """The one-shot structure of ``program`` (:class:`OneShot`), or None if it has another.
 
     Compares the program's lists with the structure's directly (list comparisons run at C
-    speed; a direct program at 32 chips has half a million ops)."""
+    speed; a direct program at 32 chips has half a million ops). The fast paths assume what
+    today's networks give: every link alike (:attr:`Network.uniform`) and every op on lane 0;
+    a program or network without that is not one-shot here (the event loop times it)."""
     n = len(program)
     half = n // 2
     if n == 0 or n % 2 or net.staging_buffers < 1:
+        return None
+    if not net.uniform or any(program.lane):
         return None
     kind, src, dst = program.kind, program.src, program.dst
     if kind[:half].count(TRANSFER) != half or kind[half:].count(REDUCTION) != half:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim.fabric.network import Network
+
 TRANSFER, REDUCTION, COPY = 0, 1, 2  # FabricProgram op kinds
 
 
@@ -40,6 +42,7 @@ class FabricProgram:
     hbm: list[int] = field(default_factory=list)
     span: list[tuple[int, int]] = field(default_factory=list)
     into: list[int] = field(default_factory=list)
+    lane: list[int] = field(default_factory=list)
 
     def add(
         self,
@@ -53,6 +56,7 @@ class FabricProgram:
         hbm: int = -1,
         span: tuple[int, int] = (0, 0),
         into: int = -1,
+        lane: int = 0,
     ) -> int:
         self.kind.append(kind)
         self.src.append(src)
@@ -64,6 +68,9 @@ class FabricProgram:
         self.hbm.append(hbm)
         self.span.append(span)
         self.into.append(into)
+        if lane or self.lane:  # the list stays empty while every op is on lane 0
+            self.lane.extend([0] * (len(self.kind) - 1 - len(self.lane)))
+            self.lane.append(lane)
         return len(self.kind) - 1
 
     def __len__(self) -> int:
@@ -112,3 +119,31 @@ def accumulators(program: FabricProgram) -> list[int]:
             "first, earlier reduction of that accumulator (into[g] == g)"
         )
     return into
+
+
+def lanes_of(program: FabricProgram) -> list[int]:
+    """``program.lane`` checked (one entry per op, none negative), or all 0 when it gives none."""
+    n = len(program)
+    if not program.lane:
+        return [0] * n
+    if len(program.lane) != n:
+        raise ValueError(f"program has {n} ops but {len(program.lane)} lane entries ('lane')")
+    if min(program.lane) < 0:
+        i = program.lane.index(min(program.lane))
+        raise ValueError(f"op {i} is on lane {program.lane[i]}; lanes are 0 or more")
+    return list(program.lane)
+
+
+def op_routes(net: Network, program: FabricProgram) -> list[tuple[int, ...]]:
+    """Per op: the links it crosses (a transfer: its pair's route on its lane), or ``()``."""
+    routes = net.routes
+    lanes = lanes_of(program)
+    if not any(lanes):
+        return [
+            routes[s][d] if k == TRANSFER else ()
+            for k, s, d in zip(program.kind, program.src, program.dst, strict=True)
+        ]
+    return [
+        net.route(s, d, lane) if k == TRANSFER else ()
+        for k, s, d, lane in zip(program.kind, program.src, program.dst, lanes, strict=True)
+    ]

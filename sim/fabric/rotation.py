@@ -23,6 +23,8 @@ def rotation_invariant(net: Network, program: FabricProgram, shape: OneShot) -> 
     ``s + k``: offset first, so the ops that share a chip's HBM, reduce engine, port or
     accumulator are in the same order on every chip), and every message of a round alike."""
     p, width = net.chips, shape.width
+    if not net.uniform or any(program.lane):  # one_shot refuses these already; said again
+        return False
     if net.kind not in ("fully_connected", "switch") or p < 2 or width != p * (p - 1):
         return False
     if program.src[:width] != list(range(p)) * (p - 1):

@@ -25,6 +25,22 @@ docs/adr/0016-hbm-before-the-link-and-reductions-in-arrival-order.md):
   held idle while its op waits for memory (ADR 0016).
 * Reductions into one **accumulator** (``FabricProgram.into``) add in the order they
   start, each ending one burst after the one before it: sums commute (ADR 0016).
+
+On a network of dimensions (ADR 0021, :mod:`sim.fabric.dimensions`) links differ, and
+every rule above reads **the link at hand**: a hop occupies its link for ``bytes / that
+link's bandwidth`` and the next hop is ready that link's latency after it started; a
+transfer's first hop streams at its own link's burst grain, and its data reaches the
+receiver at the grain of its slowest link (one burst cannot come faster than the slowest
+link passes it); the data arrives the last link's latency after the last hop ends. A
+transfer takes the links of its **lane** (``FabricProgram.lane``, :meth:`Network.route`);
+staging buffers stay per (sender, receiver) pair, whatever the lane. A **staging credit**
+flies back with the largest latency among the links its transfer crossed: today's model
+charges a credit one link's flight time whatever the route's length (so a one-hop and a
+two-hop switch route, and a multi-hop ring route, all pay one latency, as before), and on
+links that differ the slowest of them bounds it from below (a scale-out path's credit pays
+its NIC). The full reverse path (a sum) would be more physical on multi-hop routes; it
+would move every multi-hop baseline, so it is left to an ADR that takes that on purpose.
+On a uniform network with every op on lane 0 all of this is today's rules, bit for bit.
 """
 
 from __future__ import annotations
@@ -33,7 +49,7 @@ from sim.fabric.events import simulate_events
 from sim.fabric.holds import op_holds
 from sim.fabric.network import Network
 from sim.fabric.one_shot import one_shot
-from sim.fabric.program import FabricProgram
+from sim.fabric.program import FabricProgram, op_routes
 from sim.fabric.rotation import one_shot_by_rotation, rotation_invariant
 from sim.fabric.uncontended import one_shot_uncontended
 from sim.oplog import OpLog
@@ -74,10 +90,11 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
     share of the events and the other chips' records follow by turning the chips
     (:func:`one_shot_by_rotation`): the same log, from ``1/p`` of the events.
     """
-    shape = one_shot(net, program)
+    shape = one_shot(net, program)  # None on a non-uniform network or with lanes
     if contention and shape is not None and rotation_invariant(net, program, shape):
         return one_shot_by_rotation(net, program, shape)
-    holds = op_holds(net, program)
     if not contention and shape is not None:
-        return one_shot_uncontended(net, program, shape, holds)
-    return simulate_events(net, program, holds, contention=contention)
+        return one_shot_uncontended(net, program, shape, op_holds(net, program))
+    routes = op_routes(net, program)
+    holds = op_holds(net, program, routes)
+    return simulate_events(net, program, holds, contention=contention, routes=routes)

@@ -24,7 +24,7 @@ def _op_times(run: LayerRun) -> tuple[dict[int, int], dict[int, int], str]:
     end: dict[int, int] = {}
     path: dict[int, list[int]] = {}
     link_base = list(log.engines).index(net.names[0])
-    lat = net.latency_ps
+    lats = net.link_latencies_ps
     for op, eng, s, e, st in zip(
         log.op.tolist(),
         log.engine.tolist(),
@@ -35,7 +35,7 @@ def _op_times(run: LayerRun) -> tuple[dict[int, int], dict[int, int], str]:
     ):
         is_link = STAGES[st] in ("send", "forward")
         start[op] = min(start.get(op, s), s)
-        end[op] = max(end.get(op, 0), e + (lat if is_link else 0))
+        end[op] = max(end.get(op, 0), e + (lats[eng - link_base] if is_link else 0))
         if is_link:
             path.setdefault(op, []).append(eng - link_base)
     for op, links in path.items():

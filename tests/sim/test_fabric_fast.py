@@ -14,14 +14,13 @@ import itertools
 
 import numpy as np
 import pytest
-from fabric_oracle import reference
+from fabric_oracle import random_program, reference
 
 import sim.collectives as ar
 import sim.collectives.compile as ar_compile
 import sim.collectives.verify as ar_replay
 from sim import load_topology
 from sim.fabric import (
-    COPY,
     REDUCE,
     REDUCTION,
     TRANSFER,
@@ -180,48 +179,14 @@ def test_direct_replay_is_the_ordered_replay(kind: str, monkeypatch: pytest.Monk
 # --- the event loop against the oracle on random small programs ---------------------------------
 
 
-def _random_program(rng: np.random.Generator, p: int, size: int) -> FabricProgram:
-    """A valid program of ``size`` ops on ``p`` chips: transfers between random pairs, and
-    reductions and copies that consume one of the transfers landed on their chip (or none),
-    with random dependencies on earlier ops, spans, HBM bytes and accumulators."""
-    prog = FabricProgram()
-    landed: dict[int, list[int]] = {c: [] for c in range(p)}  # unconsumed transfers per chip
-    firsts: dict[int, list[int]] = {c: [] for c in range(p)}  # accumulators per chip
-    for i in range(size):
-        kind = int(rng.choice([TRANSFER, TRANSFER, TRANSFER, REDUCTION, COPY]))
-        nbytes = int(rng.choice([0, 2, 64, 300, 1000, 4096, 65_536, 200_000]))
-        lo = int(rng.integers(0, 8))
-        span = (0, 0) if rng.random() < 0.3 else (lo, lo + int(rng.integers(1, 8)))
-        hbm = -1 if rng.random() < 0.6 else int(rng.choice([0, nbytes, 3 * nbytes + 5]))
-        deps = {int(d) for d in rng.choice(i, size=min(i, int(rng.integers(0, 3))), replace=False)}
-        if kind == TRANSFER:
-            src, dst = (int(x) for x in rng.choice(p, size=2, replace=False))
-            prog.add(TRANSFER, src, dst, nbytes, i % 3, tuple(sorted(deps)), hbm=hbm, span=span)
-            landed[dst].append(i)
-            continue
-        chip = int(rng.integers(0, p))
-        consumes = -1
-        if landed[chip] and rng.random() < 0.85:
-            consumes = landed[chip].pop(int(rng.integers(0, len(landed[chip]))))
-            deps.add(consumes)
-        into = -1
-        if kind == REDUCTION and rng.random() < 0.5:
-            if firsts[chip] and rng.random() < 0.7:
-                into = int(rng.choice(firsts[chip]))
-            else:
-                into = i
-                firsts[chip].append(i)
-        prog.add(kind, chip, chip, nbytes, i % 3, tuple(sorted(deps)), consumes, hbm, span, into)
-    return prog
-
-
 def _random_network(rng: np.random.Generator) -> Network:
     kind = str(rng.choice(TOPOLOGIES))
     p = 4 if kind == "torus2d" else int(rng.integers(2, 6))
     net = build_network(_topo(kind, p))
+    lat = int(rng.choice([0, 7, 1000, 250_000]))
     return dataclasses.replace(
         net,
-        latency_ps=int(rng.choice([0, 7, 1000, 250_000])),
+        link_latencies_ps=(lat,) * len(net.links),
         staging_buffers=int(rng.integers(1, 4)),
         burst_bytes=int(rng.choice([64, 256, 4096])),
     )
@@ -236,7 +201,7 @@ def test_event_loop_is_the_oracle_on_random_programs(seed: int) -> None:
     compared = stuck = 0
     for _ in range(60):
         net = _random_network(rng)
-        prog = _random_program(rng, net.chips, int(rng.integers(1, 30)))
+        prog = random_program(rng, net.chips, int(rng.integers(1, 30)))
         for contention in (True, False):
             try:
                 want = reference(net, prog, contention=contention)

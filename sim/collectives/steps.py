@@ -93,14 +93,23 @@ def tree_part(parent: Sequence[int], order: Sequence[int], m: float) -> list[Mod
     return [s for s in up if s.flows] + down
 
 
-def model_parts(net: Network, algorithm: str, collective: str, n: float) -> list[list[ModelStep]]:
-    """Independent pipelines of an algorithm (each ring, tree, torus half), as ModelSteps."""
+def model_parts(
+    net: Network,
+    algorithm: str,
+    collective: str,
+    n: float,
+    rings: Sequence[Sequence[int]] = (),
+) -> list[list[ModelStep]]:
+    """Independent pipelines of an algorithm (each ring, tree, torus half), as ModelSteps;
+    a ring on its channels' ``rings`` when given (:mod:`sim.collectives.channels`), else
+    on the ring order and its reverse."""
     p = net.chips
     if p <= 1 or n == 0:
         return []
     if algorithm == "ring":
         order = list(net.ring_order())
-        return [_ring_part([ring], n / (2 * p), collective) for ring in (order, order[::-1])]
+        ways = [list(r) for r in rings] or [order, order[::-1]]
+        return [_ring_part([ring], n / (len(ways) * p), collective) for ring in ways]
     if algorithm == "direct":
         flows = tuple((s, (s + d) % p) for d in range(1, p) for s in range(p))
         return [[ModelStep(flows, n, True, None)]]
@@ -153,11 +162,13 @@ def step_load(net: Network, step: ModelStep) -> dict[int, int]:
     return load
 
 
-def model_costs(topo: Topology, chunk_bytes: int | None) -> Costs:
+def model_costs(topo: Topology, chunk_bytes: int | None, net: Network | None = None) -> Costs:
+    """The costs of ``topo``; link latency and bandwidth those of ``net`` when given (a
+    protocol's network, :func:`sim.collectives.protocols.protocol_network`)."""
     cfg = topo.chips
     return Costs(
-        alpha=float(cfg.link_latency_ps),
-        beta=1000.0 / float(cfg.link_bw),
+        alpha=float(cfg.link_latency_ps if net is None else net.latency_ps),
+        beta=1000.0 / float(cfg.link_bw if net is None else net.link_bw),
         gamma=1000.0 / float(cfg.reduce_bw),
         mem=1000.0 / float(topo.hbm.bw),
         chunk=cfg.chunk_bytes if chunk_bytes is None else chunk_bytes,

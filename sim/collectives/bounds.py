@@ -34,8 +34,7 @@ from sim.collectives.trees import binary_tree
 from sim.fabric import (
     build_network,
 )
-from sim.topology import Topology
-from sim.topology.system import PROTOCOLS
+from sim.topology import PROTOCOLS, Topology
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,7 @@ from dataclasses import dataclass
 
 from sim.collectives.schedule import CollectiveError
 from sim.fabric import FabricProgram, Network
-from sim.topology import Topology
-from sim.topology.system import dimensions_of
+from sim.topology import Topology, dimensions_of
 
 __all__ = [
     "AUTO",
@@ -75,8 +74,9 @@ class Channel:
 
 
 def _reverse(cycle: Cycle) -> Cycle:
-    """The same ring the other way round, from the same first chip."""
-    return cycle[:1] + tuple(reversed(cycle[1:]))
+    """The same ring the other way round, listed back to front (the ring order's reverse
+    as the neutral schedule lists it)."""
+    return cycle[::-1]
 
 
 def _arcs(cycle: Cycle) -> list[tuple[int, int]]:
@@ -162,7 +162,7 @@ def _search(p: int, fixed: list[Cycle], target: int) -> list[Cycle] | None:
 def disjoint_cycles(p: int) -> tuple[Cycle, ...]:
     """Arc-disjoint directed Hamiltonian cycles of ``K*_p`` (module docstring): ``p - 1`` of
     them for every ``p`` but 4 and 6 (``p - 2``) when found, cycle 0 the ring order and
-    cycle 1 its reverse; each cycle lists the chips from chip 0. Deterministic; cached."""
+    cycle 1 its reverse. Deterministic; cached."""
     if p <= 1:
         return ()
     if p == 2:

@@ -23,7 +23,7 @@ from fractions import Fraction
 from sim.collectives.channels import lane_route
 from sim.collectives.schedule import CollectiveError, Schedule
 from sim.fabric import Network
-from sim.topology.system import PROTOCOLS, CollectivesConfig
+from sim.topology import PROTOCOLS, CollectivesConfig
 
 __all__ = [
     "AUTO",

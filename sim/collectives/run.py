@@ -42,8 +42,7 @@ from sim.limits import (
     ops_budget,
 )
 from sim.oplog import OpLog
-from sim.topology import Topology
-from sim.topology.system import CollectivesConfig
+from sim.topology import CollectivesConfig, Topology
 
 
 @dataclass(frozen=True)

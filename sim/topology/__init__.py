@@ -30,22 +30,34 @@ from sim.topology.sections import (
     PEConfig,
     SRAMConfig,
 )
+from sim.topology.system import (
+    PROTOCOLS,
+    CollectivesConfig,
+    DimensionConfig,
+    ProtocolConfig,
+    dimensions_of,
+)
 
 __all__ = [
     "CHIP_TOPOLOGIES",
+    "PROTOCOLS",
     "TOPOLOGY_DIR",
     "TOPOLOGY_ENV",
     "ChipsConfig",
+    "CollectivesConfig",
     "DMAConfig",
     "DTypeConfig",
+    "DimensionConfig",
     "FetchConfig",
     "HBMConfig",
     "PEConfig",
+    "ProtocolConfig",
     "SRAMConfig",
     "Topology",
     "TopologyError",
     "as_topology",
     "available_topologies",
+    "dimensions_of",
     "load_topology",
     "topology_from_env",
 ]

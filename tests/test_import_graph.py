@@ -223,10 +223,12 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
         [
             "schedule",
             "trees",
+            "channels",
             "algorithms",
             "compile",
             "verify",
             "budget",
+            "protocols",
             "run",
             "metrics",
             "steps",

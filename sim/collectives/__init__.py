@@ -6,9 +6,12 @@ Modules, each with one job:
 
 * :mod:`~sim.collectives.schedule`: names, messages, schedules, errors;
 * :mod:`~sim.collectives.trees`: NCCL's binary and double binary trees;
+* :mod:`~sim.collectives.channels`: the directed rings (and lanes) of a ring's channels;
 * :mod:`~sim.collectives.algorithms`: the schedule of each algorithm;
 * :mod:`~sim.collectives.compile`: a schedule as a fabric program (chunks, dependencies);
 * :mod:`~sim.collectives.verify`: the functional check (the op log replayed on exact data);
+* :mod:`~sim.collectives.protocols`: a protocol's network (derated links, per-step
+  latency) and ``protocol: auto``'s choice;
 * :mod:`~sim.collectives.run`: :func:`allreduce`, :func:`reduce_scatter`, :func:`all_gather`;
 * :mod:`~sim.collectives.metrics`: flat metrics of a run;
 * :mod:`~sim.collectives.model`: the analytic model, from :mod:`~sim.collectives.steps`,
@@ -17,7 +20,8 @@ Modules, each with one job:
   textbook times.
 
 Imports run one way: a module imports only modules listed before it in ``schedule``,
-``trees``, ``algorithms``, ``compile``, ``verify``, ``run``, ``metrics`` (a run), ``steps``,
+``trees``, ``channels``, ``algorithms``, ``compile``, ``verify``, ``budget``, ``protocols``,
+``run``, ``metrics`` (a run), ``steps``,
 ``pipeline``, ``one_port``, ``bounds``, ``critical_path``, ``model`` (the model: nothing a
 run needs imports it). Outside the package: :mod:`sim.fabric` (its package, not its
 modules), ``sim.topology``, ``sim.limits``, ``sim.errors`` and ``sim.oplog``.

@@ -6,6 +6,8 @@ cycle of one-hop edges wherever one exists):
 * ``ring``: two counter-rotating rings (as NCCL runs channels both ways on full-duplex
   links), each reduce-scatters then all-gathers one half of the vector, ``2(p-1)`` steps
   of ``n / 2p`` bytes per chip per ring. ``reduce_scatter`` and ``all_gather`` run either half.
+  With ``c >= 1`` channels (:mod:`sim.collectives.channels`), ``c`` directed rings, each
+  on one of ``c`` near-equal parts of the vector (two parts are the halves).
 * ``direct``: one-shot; every chip sends its whole input to every other chip and reduces
   the ``p-1`` vectors it receives into its output.
 * ``halving_doubling``: Rabenseifner; reduce-scatter by recursive halving (partner at
@@ -28,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sim.collectives.channels import Channel, resolve_channels, ring_channels
 from sim.collectives.schedule import (
     ALGORITHMS,
     COLLECTIVES,
@@ -73,13 +76,15 @@ Steps = list[list[Message]]
 Ring = tuple[Sequence[int], Sequence[Range]]  # chips in ring order, range owned per position
 
 
-def _ring_pass(rings: Sequence[Ring], lag: int, reduce: bool) -> Steps:
-    """n-1 steps around each ring: at step s position q sends range (q-lag-s) to q+1."""
+def _ring_pass(rings: Sequence[Ring], lag: int, reduce: bool, lanes: Sequence[int] = ()) -> Steps:
+    """n-1 steps around each ring: at step s position q sends range (q-lag-s) to q+1 (on
+    the ring's lane, when ``lanes`` gives one per ring)."""
     n = len(rings[0][0]) if rings else 0
+    lane = list(lanes) or [0] * len(rings)
     return [
         [
-            Message(chips[q], chips[(q + 1) % n], *ranges[(q - lag - s) % n], reduce)
-            for chips, ranges in rings
+            Message(chips[q], chips[(q + 1) % n], *ranges[(q - lag - s) % n], reduce, lane=w)
+            for (chips, ranges), w in zip(rings, lane, strict=True)
             for q in range(n)
         ]
         for s in range(n - 1)
@@ -96,27 +101,33 @@ class _Plan:
     collective: Collective
     chips: int
     count: int
+    channels: tuple[Channel, ...] = ()  # the ring's channels; (): the order and its reverse
 
     def halves(self) -> list[Range]:
         return _ranges(0, self.count, 2)
 
+    def parts(self) -> list[Range]:
+        """What each ring carries: one part per channel, or the halves."""
+        return _ranges(0, self.count, len(self.channels)) if self.channels else self.halves()
+
 
 def _ring_shares(plan: _Plan) -> list[list[Range]]:
-    """Per half, the range of each chip: segment c of that half."""
-    return [_ranges(lo, hi, plan.chips) for lo, hi in plan.halves()]
+    """Per part (half, or channel), the range of each chip: segment c of that part."""
+    return [_ranges(lo, hi, plan.chips) for lo, hi in plan.parts()]
 
 
 def _ring(plan: _Plan, net: Network) -> Steps:
     order = list(net.ring_order())
+    ways = [list(c.order) for c in plan.channels] or [order, order[::-1]]
+    lanes = [c.lane for c in plan.channels]
     rings = []
-    for h, segs in enumerate(_ring_shares(plan)):
-        chips = order if h == 0 else order[::-1]
+    for chips, segs in zip(ways, _ring_shares(plan), strict=True):
         rings.append((chips, [segs[c] for c in chips]))
     steps: Steps = []
     if plan.collective != "all_gather":
-        steps += _ring_pass(rings, lag=1, reduce=True)
+        steps += _ring_pass(rings, lag=1, reduce=True, lanes=lanes)
     if plan.collective != "reduce_scatter":
-        steps += _ring_pass(rings, lag=0, reduce=False)
+        steps += _ring_pass(rings, lag=0, reduce=False, lanes=lanes)
     return steps
 
 
@@ -231,8 +242,11 @@ def build_schedule(
     *,
     chunk_bytes: int | None = None,
     network: Network | None = None,
+    channels: int | str | None = None,
 ) -> Schedule:
-    """The schedule of one collective of ``nbytes`` on ``topo.chips``."""
+    """The schedule of one collective of ``nbytes`` on ``topo.chips``; a ring runs on
+    ``channels`` directed rings (None: ``collectives.channels``; :mod:`sim.collectives.channels`).
+    """
     if algorithm not in _BUILDERS:
         raise CollectiveError(
             f"unknown algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}"
@@ -256,8 +270,14 @@ def build_schedule(
         raise CollectiveError(f"chunk size {chunk} bytes is smaller than one element ({bpe} B)")
     chunk -= chunk % bpe
     p = topo.chips.count
-    plan = _Plan(collective, p, nbytes // bpe)
     net = network or build_network(topo)
+    if channels is not None and algorithm != "ring" and channels != 0:
+        raise CollectiveError(
+            f"channels = {channels!r} apply to algorithm 'ring' only, not {algorithm!r}; "
+            "leave channels unset for this algorithm"
+        )
+    count = resolve_channels(topo, net, channels) if algorithm == "ring" and p > 1 else 0
+    plan = _Plan(collective, p, nbytes // bpe, ring_channels(topo, net, count))
     steps = _BUILDERS[algorithm](plan, net) if p > 1 else []
     shares: tuple[tuple[Range, ...], ...] = ()
     if collective != "allreduce":
@@ -273,4 +293,5 @@ def build_schedule(
         steps=tuple(t for t in (tuple(m for m in s if m.hi > m.lo) for s in steps) if t),
         shares=shares,
         depth=max(1, topo.chips.staging_buffers // 2),
+        channels=count,
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.collectives.protocols import AUTO, requested_protocol
 from sim.collectives.schedule import (
     ALGORITHMS,
     CollectiveError,
@@ -33,7 +34,7 @@ from sim.collectives.trees import binary_tree
 from sim.fabric import (
     build_network,
 )
-from sim.topology import Topology
+from sim.topology import PROTOCOLS, Topology
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,9 @@ class Bounds:
         return max(self.bandwidth, self.latency, self.reduce, self.hbm)
 
 
-def bounds_ps(topo: Topology, nbytes: int, collective: str = "allreduce") -> Bounds:
+def bounds_ps(
+    topo: Topology, nbytes: int, collective: str = "allreduce", *, protocol: str | None = None
+) -> Bounds:
     """Lower bounds of one collective (Patarasuk and Yuan 2009 for the bandwidth term).
 
     * bandwidth: each chip must send ``2((p-1)/p) n`` bytes (half that for reduce-scatter or
@@ -63,11 +66,23 @@ def bounds_ps(topo: Topology, nbytes: int, collective: str = "allreduce") -> Bou
       of its result written once (sends and reductions read, copies and reductions write;
       a forwarded chunk may stream on chip): ``(input + output bytes) / hbm_bw``, ``2n`` for
       allreduce, ``n + n/p`` for reduce-scatter and all-gather.
+
+    A call's runtime costs (``collectives``, ADR 0021) only add: nothing starts before the
+    launch (added to every term), a protocol's link rate is its efficiency's share (the
+    bandwidth term divides by it), and data leaving a chip waits at least one step's
+    synchronisation (added to the latency term). ``protocol`` (else the topology's): for
+    ``auto``, whichever protocol gives the smaller term, so the bounds hold for any choice.
     """
     net = build_network(topo)
     p = net.chips
+    cfg = topo.collectives
+    launch = float(cfg.launch_ps)
     if p <= 1 or nbytes == 0:
-        return Bounds(0.0, 0.0, 0.0, 0.0)
+        return Bounds(launch, launch, launch, launch)
+    chosen = requested_protocol(cfg, protocol)
+    names = PROTOCOLS if chosen == AUTO else (chosen,)
+    efficiency = max(float(cfg.protocols(x).efficiency_exact) for x in names)
+    step = min(cfg.step_ps(x) for x in names)
     c = model_costs(topo, None)
     degree = max(len(net.out_links(x)) for x in range(p))
     share = (p - 1) / p * nbytes
@@ -76,10 +91,10 @@ def bounds_ps(topo: Topology, nbytes: int, collective: str = "allreduce") -> Bou
     memory = 2.0 * nbytes if collective == "allreduce" else nbytes * (1 + 1 / p)
     diameter = max(net.hops(s, d) for s in range(p) for d in range(p))
     return Bounds(
-        bandwidth=sent * c.beta / degree,
-        latency=float(diameter) * c.alpha,
-        reduce=reduced * c.gamma,
-        hbm=memory * c.mem,
+        bandwidth=launch + sent * c.beta / efficiency / degree,
+        latency=launch + float(diameter) * c.alpha + step,
+        reduce=launch + reduced * c.gamma,
+        hbm=launch + memory * c.mem,
     )
 
 

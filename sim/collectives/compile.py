@@ -16,7 +16,8 @@ read the chip's input buffer (one-shot ``direct`` reduces into a separate output
 reductions a step makes into the same chunk of one chip (direct: one per peer; a tree node:
 one per child) form one **accumulator**: sums commute, so each adds when its data has come,
 in arrival order, not in message order (ADR 0016; MPI lets an implementation reorder a
-commutative reduction, MPI-3.1 section 5.9.1).
+commutative reduction, MPI-3.1 section 5.9.1). A transfer takes its message's lane (the
+parallel link or switch port of its channel, :func:`sim.collectives.channels.set_lanes`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim.collectives.channels import set_lanes
 from sim.collectives.schedule import (
     Range,
     Schedule,
@@ -44,6 +46,12 @@ def chunks(lo: int, hi: int, bpe: int, chunk: int, depth: int = 1) -> list[Range
     nbytes = (hi - lo) * bpe
     k = 1 << (max(-(-nbytes // chunk), depth, 1) - 1).bit_length()
     return _bisect(lo, hi, k)
+
+
+def chunk_count(elements: int, bpe: int, chunk: int, depth: int = 1) -> int:
+    """At least ``len(chunks(lo, lo + elements, bpe, chunk, depth))``, without cutting them."""
+    k = 1 << (max(-(-elements * bpe // chunk), depth, 1) - 1).bit_length()
+    return min(k, max(1, elements))
 
 
 def _bisect(lo: int, hi: int, k: int) -> list[Range]:
@@ -107,6 +115,8 @@ def fabric_program(schedule: Schedule) -> Compiled:
     writer = [[-1] * (len(bounds) - 1) for _ in range(schedule.chips)]
     summed: dict[int, list[int]] = {}  # an accumulator's first reduction -> all that add into it
     produced: dict[int, Range] = {}  # consumer op -> the pieces it wrote
+    laned = any(m.lane for step in schedule.steps for m in step)
+    lanes: list[int] = []  # per op (when a message has a lane > 0): its lane
 
     def note(lo: int, hi: int, reduce: bool, fresh: bool) -> None:
         out.lo.append(lo)
@@ -129,6 +139,8 @@ def fabric_program(schedule: Schedule) -> Compiled:
                         TRANSFER, m.src, m.dst, nb, at, deps, hbm=0 if streams else nb, span=span
                     )
                     note(lo, hi, m.reduce, m.fresh)
+                    if laned:
+                        lanes += [0] * (op - len(lanes)) + [m.lane]
                     landed.append((m.dst, lo, hi, nb, op, m.reduce, span))
         adding: dict[tuple[int, int, int], tuple[int, tuple[int, ...]]] = {}
         for dst, lo, hi, nb, op, is_reduce, span in landed:
@@ -150,6 +162,8 @@ def fabric_program(schedule: Schedule) -> Compiled:
             produced[got] = (lo, hi)
             note(lo, hi, is_reduce, False)
             writer[dst][lo:hi] = [adding[key][0] if is_reduce else got] * (hi - lo)
+    if laned:
+        set_lanes(out.program, lanes + [0] * (len(out.program) - len(lanes)))
     return out
 
 

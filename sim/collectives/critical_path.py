@@ -12,6 +12,7 @@ import numpy as np
 from sim.collectives.algorithms import build_schedule
 from sim.collectives.budget import check_collective
 from sim.collectives.compile import fabric_program
+from sim.collectives.run import check_channels
 from sim.collectives.steps import (
     Costs,
 )
@@ -41,13 +42,14 @@ def critical_path(
     collective: str,
     chunk_bytes: int | None,
     c: Costs,
+    channels: int = 0,
 ) -> tuple[float, float]:
     """Terms 5 and 6 (:mod:`sim.collectives.model`), from the algorithm's own chunk program
     (:func:`fabric_program`) timed with ``contention=False`` (ASTRA-sim's congestion-unaware
     analytical network; fair link shares for :data:`SHARED`): its critical path, and the
     release-time bound of the busiest resource on it. Over the simulator's budgets
     (:func:`~sim.collectives.budget.check_collective`) both are 0: the model is the analytic
-    terms."""
+    terms. A ring runs on ``channels`` channels (0: the ring order and its reverse)."""
     if net.chips <= 1 or nbytes == 0:
         return 0.0, 0.0
     try:
@@ -55,8 +57,19 @@ def critical_path(
     except BudgetError:
         return 0.0, 0.0
     schedule = build_schedule(
-        topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net
+        topo,
+        nbytes,
+        algorithm,
+        collective,
+        chunk_bytes=chunk_bytes,
+        network=net,
+        channels=channels if algorithm == "ring" else None,
     )
+    try:
+        if channels:
+            check_channels(schedule, net)
+    except BudgetError:
+        return 0.0, 0.0
     prog = fabric_program(schedule).program
     kinds = np.asarray(prog.kind, dtype=np.int64)
     sizes = np.asarray(prog.nbytes, dtype=np.int64)

@@ -73,6 +73,7 @@ def collective_metrics(run: CollectiveRun) -> dict[str, float]:
         "busbw_gbs": algbw * bus_factor(run.schedule.collective, p),
         "wrong": float(run.wrong),
         "count": float(run.schedule.count),
+        "channels": float(run.channels),  # 0: the ring order and its reverse (or not a ring)
         "transfers": float(np.count_nonzero(log.stage == SEND)),
         "records": float(len(log)),
         "link_bytes_max": float(per_link.max(initial=0.0)),

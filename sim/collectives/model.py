@@ -46,6 +46,14 @@ byte on a link direction (beta = 1 / link_bw), ``g`` = time per byte of reductio
    have one port (the one-port model of Thakur, Rabenseifner and Gropp 2005, phases one
    after another): :func:`_hd_one_port`.
 
+What a call costs beyond the wires (``collectives``, ADR 0021 decision 2) enters as it
+does in the simulator: the terms are taken on the protocol's network (link bandwidth times
+its efficiency, ``a`` plus the per-step latency:
+:func:`~sim.collectives.protocols.protocol_network`), a ring runs on its channels
+(:mod:`sim.collectives.channels`: one part per channel), and the model time is ``launch``
+plus the largest term. ``protocol: auto`` is resolved as a run resolves it
+(:func:`~sim.collectives.protocols.choose_protocol`).
+
 Lower bounds and textbook times: :mod:`sim.collectives.bounds`.
 """
 
@@ -53,10 +61,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.collectives.algorithms import build_schedule
 from sim.collectives.bounds import textbook_ps
+from sim.collectives.channels import resolve_channels, ring_channels
 from sim.collectives.critical_path import critical_path
 from sim.collectives.one_port import one_port_ps
 from sim.collectives.pipeline import busiest_resources, chunk_pipeline
+from sim.collectives.protocols import (
+    AUTO,
+    choose_protocol,
+    protocol_network,
+    requested_protocol,
+)
 from sim.collectives.schedule import (
     COLLECTIVES,
     CollectiveError,
@@ -90,6 +106,9 @@ class CollectiveModel:
     busiest_hbm_ps: float
     textbook_ps: float
     parts: tuple[tuple[ModelStep, ...], ...]
+    launch_ps: float = 0.0
+    protocol: str = "simple"
+    channels: int = 0
 
     @property
     def time_ns(self) -> float:
@@ -107,28 +126,53 @@ def model(
     *,
     chunk_bytes: int | None = None,
     contention: bool = True,
+    protocol: str | None = None,
+    channels: int | str | None = None,
 ) -> CollectiveModel:
-    """The model of one collective: the largest of its terms (module docstring)."""
+    """The model of one collective: launch plus the largest of its terms (module
+    docstring); ``protocol`` and ``channels`` override ``topo.collectives`` as in a run."""
     if collective not in COLLECTIVES:
         raise CollectiveError(f"unknown collective {collective!r}; use {', '.join(COLLECTIVES)}")
     if collective != "allreduce" and algorithm != "ring":
         raise CollectiveError(f"{collective} is modelled for algorithm='ring' only")
-    net = build_network(topo)
-    parts = model_parts(net, algorithm, collective, float(nbytes))
-    costs = model_costs(topo, chunk_bytes)
+    if channels is not None and channels != 0 and algorithm != "ring":
+        raise CollectiveError(f"channels = {channels!r} apply to algorithm 'ring' only")
+    cfg = topo.collectives
+    wires = build_network(topo)
+    ring = algorithm == "ring" and wires.chips > 1
+    count = resolve_channels(topo, wires, channels) if ring else 0
+    chosen = requested_protocol(cfg, protocol)
+    if chosen == AUTO:
+        schedule = build_schedule(
+            topo,
+            nbytes,
+            algorithm,
+            collective,
+            chunk_bytes=chunk_bytes,
+            network=wires,
+            channels=count if ring else None,
+        )
+        chosen = choose_protocol(schedule, wires, cfg, chosen)
+    net = protocol_network(wires, cfg, chosen)
+    rings = [c.order for c in ring_channels(topo, net, count)]
+    parts = model_parts(net, algorithm, collective, float(nbytes), rings)
+    costs = model_costs(topo, chunk_bytes, net)
     pipeline = 0.0
     if algorithm in GRID:
         pipeline = max((chunk_pipeline(net, steps, costs) for steps in parts if steps), default=0.0)
     link, engine, hbm = busiest_resources(net, parts, costs)
-    critical, path = critical_path(topo, net, algorithm, nbytes, collective, chunk_bytes, costs)
+    critical, path = critical_path(
+        topo, net, algorithm, nbytes, collective, chunk_bytes, costs, count
+    )
     one_port = one_port_ps(net, algorithm, nbytes, costs) if collective == "allreduce" else 0.0
     terms = (pipeline, critical, path, one_port, link, engine, hbm)
+    launch = float(cfg.launch_ps)
     return CollectiveModel(
         algorithm=algorithm,
         collective=collective,
         chips=net.chips,
         nbytes=nbytes,
-        time_ps=max(terms) if contention else max(pipeline, critical),
+        time_ps=launch + (max(terms) if contention else max(pipeline, critical)),
         pipeline_ps=pipeline,
         critical_path_ps=critical,
         resource_path_ps=path,
@@ -138,4 +182,7 @@ def model(
         busiest_hbm_ps=hbm,
         textbook_ps=textbook_ps(topo, algorithm, nbytes, collective),
         parts=tuple(tuple(s) for s in parts),
+        launch_ps=launch,
+        protocol=chosen,
+        channels=count,
     )

@@ -2,34 +2,57 @@
 
 The API: :func:`allreduce`, :func:`reduce_scatter`, :func:`all_gather` (and
 :func:`run_collective` for any of them by name).
+
+What a call costs beyond the wires (``collectives``, ADR 0021 decision 2): it runs on its
+channels (:mod:`sim.collectives.channels`) under its protocol's network
+(:mod:`sim.collectives.protocols`), and it **starts** ``collectives.launch_ns`` after time
+0: every record of its op log is shifted by the launch, so a trace shows the call from its
+enqueue, and ``time_ps`` (the last end; the launch alone when nothing moves), ``algbw`` and
+``busbw`` include it. The ``protocol=`` and ``channels=`` arguments override the topology's
+(as ``NCCL_PROTO`` and ``NCCL_MIN_NCHANNELS`` do).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from sim.collectives.algorithms import build_schedule
 from sim.collectives.budget import check_collective
-from sim.collectives.compile import Compiled, fabric_program
+from sim.collectives.compile import Compiled, chunk_count, fabric_program
+from sim.collectives.protocols import choose_protocol, protocol_network
 from sim.collectives.schedule import (
     I64,
     Schedule,
 )
 from sim.collectives.verify import Replayed, ReplayError, check, replay
+from sim.errors import BudgetError
 from sim.fabric import (
     Network,
     build_network,
     simulate_fabric,
 )
+from sim.limits import (
+    FABRIC_OP_BYTES,
+    OPLOG_RECORD_BYTES,
+    OPS_BUDGET_ENV,
+    check_memory,
+    ops_budget,
+)
 from sim.oplog import OpLog
-from sim.topology import Topology
+from sim.topology import CollectivesConfig, Topology
 
 
 @dataclass(frozen=True)
 class CollectiveRun:
-    """One simulated collective: schedule, network, op log, and the replayed functional check."""
+    """One simulated collective: schedule, network, op log, and the replayed functional check.
+
+    ``network`` is the one the program was timed on (its protocol's, see
+    :func:`~sim.collectives.protocols.protocol_network`); ``protocol`` the protocol it ran,
+    ``launch_ps`` when it started (its log is shifted by it); the schedule's ``channels``
+    the channels it used."""
 
     schedule: Schedule
     network: Network
@@ -38,10 +61,16 @@ class CollectiveRun:
     wrong: int
     problem: str
     final: Replayed
+    protocol: str = "simple"
+    launch_ps: int = 0
 
     @property
     def time_ps(self) -> int:
-        return self.log.makespan_ps
+        return max(self.launch_ps, self.log.makespan_ps)
+
+    @property
+    def channels(self) -> int:
+        return self.schedule.channels
 
     @property
     def nbytes(self) -> int:
@@ -70,43 +99,131 @@ def run_collective(
     collective: str = "allreduce",
     *,
     chunk_bytes: int | None = None,
+    protocol: str | None = None,
+    channels: int | str | None = None,
 ) -> CollectiveRun:
-    """Simulate one collective of ``nbytes`` on ``topo.chips`` and check its result."""
+    """Simulate one collective of ``nbytes`` on ``topo.chips`` and check its result;
+    ``protocol`` and ``channels`` override ``topo.collectives`` (module docstring)."""
     nbytes, chunk_bytes = check_collective(topo, nbytes, algorithm, chunk_bytes)  # sim.limits
     net = build_network(topo)
     schedule = build_schedule(
-        topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net
+        topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net, channels=channels
     )
-    return run_schedule(schedule, net)
+    if schedule.channels:
+        check_channels(schedule, net)
+    cfg = topo.collectives
+    chosen = choose_protocol(schedule, net, cfg, protocol)
+    return run_schedule(schedule, net, collectives=cfg, protocol=chosen)
 
 
-def run_schedule(schedule: Schedule, net: Network) -> CollectiveRun:
-    """Time ``schedule`` on ``net`` and check its result by replaying the op log."""
+def check_channels(schedule: Schedule, net: Network) -> None:
+    """The budgets of :func:`check_collective` on the schedule's own chunk counts (its
+    estimate counts two rings; ``c`` channels cut ``c`` smaller messages, each rounded up
+    to a power of two of chunks)."""
+    bpe, chunk, depth = schedule.bytes_per_element, schedule.chunk_bytes, schedule.depth
+    transfers = records = 0
+    for step in schedule.steps:
+        for m in step:
+            k = chunk_count(m.hi - m.lo, bpe, chunk, depth)
+            transfers += k
+            records += k * (net.hops(m.src, m.dst) + 1)
+    ops = 2 * transfers
+    what = f"ring collective of {schedule.nbytes} bytes on {schedule.chips} chips"
+    parts = f"{schedule.channels} channels: {records} transfers/reductions"
+    check_memory(what, ops * FABRIC_OP_BYTES + (records - ops) * OPLOG_RECORD_BYTES, parts)
+    if records > ops_budget():
+        raise BudgetError(
+            f"{what}: about {records} operations to simulate ({parts}), over the budget of "
+            f"{ops_budget()}; use fewer channels, a smaller message or a larger "
+            f"chips.chunk_kib, or raise the budget: {OPS_BUDGET_ENV}={records}"
+        )
+
+
+def run_schedule(
+    schedule: Schedule,
+    net: Network,
+    *,
+    collectives: CollectivesConfig | None = None,
+    protocol: str = "simple",
+) -> CollectiveRun:
+    """Time ``schedule`` on ``net`` under ``protocol`` (its network:
+    :func:`~sim.collectives.protocols.protocol_network`), start it ``collectives.launch_ns``
+    late, and check its result by replaying the op log."""
+    cfg = collectives or CollectivesConfig()
+    net = protocol_network(net, cfg, protocol)
+    launch = cfg.launch_ps
     compiled = fabric_program(schedule)
     log = simulate_fabric(net, compiled.program)
+    if launch:
+        log = dataclasses.replace(log, start=log.start + launch, end=log.end + launch)
     try:
         final = replay(schedule, net, compiled, log)
     except ReplayError as exc:
         total = schedule.chips * schedule.count
         zero = np.zeros((schedule.chips, len(compiled.bounds) - 1), np.int64)
-        return CollectiveRun(
-            schedule, net, compiled, log, total, str(exc), Replayed(zero, zero, zero)
-        )
+        zeros = Replayed(zero, zero, zero)
+        return CollectiveRun(schedule, net, compiled, log, total, str(exc), zeros, protocol, launch)
     wrong, problem = check(schedule, compiled.bounds, final)
-    return CollectiveRun(schedule, net, compiled, log, wrong, problem, final)
+    return CollectiveRun(schedule, net, compiled, log, wrong, problem, final, protocol, launch)
 
 
-def allreduce(topo: Topology, nbytes: int, algorithm: str = "ring", **kw: int) -> CollectiveRun:
+def allreduce(
+    topo: Topology,
+    nbytes: int,
+    algorithm: str = "ring",
+    *,
+    chunk_bytes: int | None = None,
+    protocol: str | None = None,
+    channels: int | str | None = None,
+) -> CollectiveRun:
     """Simulate an allreduce of ``nbytes`` with ``algorithm`` (the algorithms:
     :mod:`sim.collectives.algorithms`)."""
-    return run_collective(topo, nbytes, algorithm, "allreduce", **kw)
+    return run_collective(
+        topo,
+        nbytes,
+        algorithm,
+        "allreduce",
+        chunk_bytes=chunk_bytes,
+        protocol=protocol,
+        channels=channels,
+    )
 
 
-def reduce_scatter(topo: Topology, nbytes: int, **kw: int) -> CollectiveRun:
+def reduce_scatter(
+    topo: Topology,
+    nbytes: int,
+    *,
+    chunk_bytes: int | None = None,
+    protocol: str | None = None,
+    channels: int | str | None = None,
+) -> CollectiveRun:
     """Ring reduce-scatter of an ``nbytes`` vector: chip ``c`` ends with its shares summed."""
-    return run_collective(topo, nbytes, "ring", "reduce_scatter", **kw)
+    return run_collective(
+        topo,
+        nbytes,
+        "ring",
+        "reduce_scatter",
+        chunk_bytes=chunk_bytes,
+        protocol=protocol,
+        channels=channels,
+    )
 
 
-def all_gather(topo: Topology, nbytes: int, **kw: int) -> CollectiveRun:
+def all_gather(
+    topo: Topology,
+    nbytes: int,
+    *,
+    chunk_bytes: int | None = None,
+    protocol: str | None = None,
+    channels: int | str | None = None,
+) -> CollectiveRun:
     """Ring all-gather into an ``nbytes`` vector: every chip ends with every chip's shares."""
-    return run_collective(topo, nbytes, "ring", "all_gather", **kw)
+    return run_collective(
+        topo,
+        nbytes,
+        "ring",
+        "all_gather",
+        chunk_bytes=chunk_bytes,
+        protocol=protocol,
+        channels=channels,
+    )

@@ -46,7 +46,9 @@ class CollectiveError(InputError):
 @dataclass(frozen=True)
 class Message:
     """``src`` sends elements ``[lo, hi)`` to ``dst``, which reduces them in or copies them
-    over; ``fresh`` sends read the sender's input buffer instead of its current values."""
+    over; ``fresh`` sends read the sender's input buffer instead of its current values;
+    ``lane`` is the parallel link (or switch port) of the pair it takes (its channel's,
+    :mod:`sim.collectives.channels`; 0: the first, the only one today)."""
 
     src: int
     dst: int
@@ -54,6 +56,7 @@ class Message:
     hi: int
     reduce: bool
     fresh: bool = False
+    lane: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class Schedule:
     steps: tuple[tuple[Message, ...], ...]
     shares: tuple[tuple[Range, ...], ...] = ()  # per chip: its ranges (reduce_scatter, all_gather)
     depth: int = 1  # at least this many chunks per message (chips.staging_buffers)
+    channels: int = 0  # directed rings of a ring schedule (0: the ring order and its reverse)
 
     @property
     def nbytes(self) -> int:

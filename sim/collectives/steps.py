@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from sim.collectives.schedule import (
     ALGORITHMS,
@@ -93,14 +94,23 @@ def tree_part(parent: Sequence[int], order: Sequence[int], m: float) -> list[Mod
     return [s for s in up if s.flows] + down
 
 
-def model_parts(net: Network, algorithm: str, collective: str, n: float) -> list[list[ModelStep]]:
-    """Independent pipelines of an algorithm (each ring, tree, torus half), as ModelSteps."""
+def model_parts(
+    net: Network,
+    algorithm: str,
+    collective: str,
+    n: float,
+    rings: Sequence[Sequence[int]] = (),
+) -> list[list[ModelStep]]:
+    """Independent pipelines of an algorithm (each ring, tree, torus half), as ModelSteps;
+    a ring on its channels' ``rings`` when given (:mod:`sim.collectives.channels`), else
+    on the ring order and its reverse."""
     p = net.chips
     if p <= 1 or n == 0:
         return []
     if algorithm == "ring":
         order = list(net.ring_order())
-        return [_ring_part([ring], n / (2 * p), collective) for ring in (order, order[::-1])]
+        ways = [list(r) for r in rings] or [order, order[::-1]]
+        return [_ring_part([ring], n / (len(ways) * p), collective) for ring in ways]
     if algorithm == "direct":
         flows = tuple((s, (s + d) % p) for d in range(1, p) for s in range(p))
         return [[ModelStep(flows, n, True, None)]]
@@ -153,9 +163,11 @@ def step_load(net: Network, step: ModelStep) -> dict[int, int]:
     return load
 
 
-def model_costs(topo: Topology, chunk_bytes: int | None) -> Costs:
-    """The model's per-hop and per-byte costs: it reads one link bandwidth and latency, so a
-    network whose dimensions differ in them (or add NIC latency) is refused, not averaged."""
+def model_costs(topo: Topology, chunk_bytes: int | None, net: Network | None = None) -> Costs:
+    """The model's per-hop and per-byte costs; link latency and bandwidth those of ``net`` when
+    given (a protocol's network, :func:`sim.collectives.protocols.protocol_network`). It reads
+    one link bandwidth and latency, so a network whose dimensions differ in them (or add NIC
+    latency) is refused, not averaged."""
     cfg = topo.chips
     links = {
         (d.link_bw, d.link_latency_ps + (d.nic_latency_ps if d.shape == "switch" else 0))
@@ -169,10 +181,28 @@ def model_costs(topo: Topology, chunk_bytes: int | None) -> Costs:
         )
     ((bw, lat),) = links
     return Costs(
-        alpha=float(lat),
-        beta=1000.0 / float(bw),
+        alpha=float(lat) if net is None else _mean_hop_latency(net),
+        beta=1000.0 / float(bw if net is None else _one_bandwidth(net)),
         gamma=1000.0 / float(cfg.reduce_bw),
         mem=1000.0 / float(topo.hbm.bw),
         chunk=cfg.chunk_bytes if chunk_bytes is None else chunk_bytes,
         burst=topo.hbm.burst_bytes,
     )
+
+
+def _mean_hop_latency(net: Network) -> float:
+    """A protocol's network adds its per-step cost to the links chips send on, not to a
+    switch's links down, so its hops differ; every route of a one-level network has as many
+    links up as down (or only chip links), so the mean per link is exact per route."""
+    lats = net.link_latencies_ps
+    return sum(lats) / len(lats) if lats else float(net.latency_ps)
+
+
+def _one_bandwidth(net: Network) -> Fraction:
+    bws = set(net.link_bws)
+    if len(bws) > 1:
+        raise CollectiveError(
+            "the alpha-beta model reads one link bandwidth; this network's links differ "
+            "(chips.dimensions); time it with the fabric engine"
+        )
+    return bws.pop() if bws else net.link_bw

@@ -19,6 +19,7 @@ from sim.fabric.program import (
     FabricProgram,
     accumulators,
     dependents_of,
+    lanes_of,
     op_routes,
 )
 from sim.oplog import OpLog
@@ -62,14 +63,18 @@ def simulate_events(
     for t in consumes:
         if t >= 0:
             staged[t] = True
-    credits = [net.staging_buffers] * (p * p)
-    held: list[deque[int]] = [deque() for _ in range(p * p)]
+    # staging buffers per (sender, receiver, lane): a channel on its own link or port has
+    # buffers of its own, as each NCCL channel has its own connection buffers per peer
+    lane = lanes_of(program)
+    nlanes = max(lane, default=0) + 1
+    credits = [net.staging_buffers] * (p * p * nlanes)
+    held: list[deque[int]] = [deque() for _ in range(p * p * nlanes)]
     granted = [False] * n
     hbm_got = [False] * n
     head = [0] * n  # when the first burst of every input is there
     tail = [0] * n  # when the last byte of every input is there
     hop_end = [0] * n
-    conn = [s * p + d for s, d in zip(src, dst, strict=True)]
+    conn = [(s * p + d) * nlanes + g for s, d, g in zip(src, dst, lane, strict=True)]
     # per op: the servers of its hops (a transfer) or its reduce engine (one entry)
     if contention:
         servers = nlinks + p
@@ -85,10 +90,11 @@ def simulate_events(
             if k != TRANSFER:
                 res_of.append((nlinks + s,))
                 continue
-            if (c, r) not in own_links:
-                own_links[c, r] = tuple(range(servers, servers + len(r)))
+            pair = c // nlanes  # a (sender, receiver) pair's own links, per route
+            if (pair, r) not in own_links:
+                own_links[pair, r] = tuple(range(servers, servers + len(r)))
                 servers += len(r)
-            res_of.append(own_links[c, r])
+            res_of.append(own_links[pair, r])
     busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
     queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
     hbm_free = [0] * p

@@ -33,9 +33,11 @@ transfer's first hop streams at its own link's burst grain, and its data reaches
 receiver at the grain of its slowest link (one burst cannot come faster than the slowest
 link passes it); the data arrives the last link's latency after the last hop ends. A
 transfer takes the links of its **lane** (``FabricProgram.lane``, :meth:`Network.route`);
-staging buffers stay per (sender, receiver) pair, whatever the lane. A **staging credit**
-flies back with the largest latency among the links its transfer crossed: today's model
-charges a credit one link's flight time whatever the route's length (so a one-hop and a
+staging buffers are per (sender, receiver, lane) connection: a channel on a link or port of
+its own has buffers of its own, as each NCCL channel has its own buffers per peer. A
+**staging credit** flies back with the largest latency among the links its transfer
+crossed: today's model charges a credit one link's flight time whatever the route's
+length (so a one-hop and a
 two-hop switch route, and a multi-hop ring route, all pay one latency, as before), and on
 links that differ the slowest of them bounds it from below (a scale-out path's credit pays
 its NIC). The full reverse path (a sum) would be more physical on multi-hop routes; it
@@ -74,9 +76,9 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
     input byte. A link direction is held until its transfer ends; the reduce engine and HBM
     are bandwidth servers, busy for an op's work only. A transfer whose data a later op
     consumes first takes one of the receiver's ``staging_buffers`` for its (sender,
-    receiver) pair and gets it back ``latency`` after the consumer ends (the credit flies
-    back). Returns one record per hop and per reduction or copy, sorted by op id and hop;
-    ``tile`` holds the op's step.
+    receiver, lane) connection and gets it back ``latency`` after the consumer ends (the
+    credit flies back). Returns one record per hop and per reduction or copy, sorted by op
+    id and hop; ``tile`` holds the op's step.
 
     ``contention=False`` times the same program as if flows did not contend: each (sender,
     receiver) pair has a link of its own at every hop (its chunks still queue behind each

@@ -30,9 +30,9 @@ The rules, as this oracle applies them:
    after the last byte of every input (``last + grain``). The latency added is the last
    hop's link's.
 3. **Staging buffers.** A transfer that a later op consumes takes one of its (sender,
-   receiver) pair's ``staging_buffers`` before it starts, first come, first served, and gives
-   it back after its consumer ends, as late as the largest latency of the links the
-   transfer crossed.
+   receiver, lane) connection's ``staging_buffers`` before it starts, first come, first
+   served, and gives it back after its consumer ends, as late as the largest latency of the
+   links the transfer crossed.
 4. **HBM** (with contention). Each chip's HBM serves the ops that need it in the order they
    are ready (a transfer once it has its buffer), one after another for each op's HBM time;
    an op goes on to its link or engine only when the HBM starts on its bytes.
@@ -120,8 +120,14 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
     into = program.into or [-1] * n
     last_add: dict[int, int] = {}
 
-    buffers = {(s, d): net.staging_buffers for s in range(net.chips) for d in range(net.chips)}
-    waiting_for_buffer: dict[tuple[int, int], list[int]] = {pair: [] for pair in buffers}
+    lanes = program.lane or [0] * n
+    buffers = {
+        (s, d, g): net.staging_buffers
+        for s in range(net.chips)
+        for d in range(net.chips)
+        for g in set(lanes)
+    }
+    waiting_for_buffer: dict[tuple[int, int, int], list[int]] = {pair: [] for pair in buffers}
     has_buffer = [False] * n
     hbm_free = [0] * net.chips
     hbm_done = [False] * n
@@ -190,7 +196,7 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
         records.append((i, hop, t, end))
 
     def got_buffer(i: int) -> bool:  # rule 3: take one of the pair's buffers, or queue for one
-        pair = (program.src[i], program.dst[i])
+        pair = (program.src[i], program.dst[i], lanes[i])
         if not buffers[pair]:
             waiting_for_buffer[pair].append(i)
             return False
@@ -212,7 +218,7 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
                 server_busy[server] = False
             continue
         if hop < 0:  # a staging buffer comes back to the pair of transfer i
-            pair = (program.src[i], program.dst[i])
+            pair = (program.src[i], program.dst[i], lanes[i])
             if waiting_for_buffer[pair]:
                 j = waiting_for_buffer[pair].pop(0)
                 has_buffer[j] = True

@@ -1,0 +1,209 @@
+"""Protocols, per-step synchronisation and launch (ADR 0021 decision 2,
+sim.collectives.protocols): a protocol's network, ``auto``'s choice, a call's start, and the
+model and bounds that follow them.
+
+Expected values are written from the collectives section's numbers and the link rate."""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sim import load_topology
+from sim.collectives import (
+    CollectiveError,
+    allreduce,
+    bounds_ps,
+    build_schedule,
+    collective_metrics,
+    fabric_program,
+)
+from sim.collectives.model import model
+from sim.collectives.protocols import choose_protocol, modelled_ps, protocol_network
+from sim.fabric import build_network, simulate_fabric
+from sim.topology import Topology
+from sim.topology.schema import build
+from sim.topology.system import PROTOCOLS, CollectivesConfig, ProtocolConfig
+
+BASE = load_topology()
+KIB, MIB = 1024, 1024 * 1024
+
+
+def _topo(kind: str = "fully_connected", p: int = 8, **collectives: Any) -> Topology:
+    """npu-1h's chips as ``kind``, fp32, HBM and reduce engines far faster than the links
+    (a large ring is link-bound), with the given ``collectives`` section."""
+    data: dict[str, Any] = BASE.to_dict()
+    data["dtype"]["bytes_per_element"] = 4
+    data["chips"].update(count=p, topology=kind)
+    data["hbm"]["hbm_to_router_bw_gbs"] = 1_000_000
+    data["chips"]["reduce_gbs"] = 1_000_000
+    topo = build(data, f"test {kind} p={p}")
+    return dataclasses.replace(topo, collectives=CollectivesConfig(**collectives))
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "direct", "halving_doubling"])
+def test_neutral_collectives_run_todays_program(algorithm: str) -> None:
+    """npu-1h as loaded: the run's log is the fabric's timing of the schedule's program on
+    the topology's own network (no launch, no derating, no channels)."""
+    n = 3 * MIB
+    run = allreduce(BASE, n, algorithm)
+    net = build_network(BASE)
+    want = simulate_fabric(net, fabric_program(build_schedule(BASE, n, algorithm)).program)
+    assert run.log.equals(want)
+    assert run.network == net and run.protocol == "simple" and run.channels == 0
+    assert run.time_ps == want.makespan_ps
+    assert protocol_network(net, CollectivesConfig(), "simple") is net
+
+
+def test_a_protocol_derates_every_link_and_adds_its_step_latency() -> None:
+    cfg = CollectivesConfig(step_sync_ns=300, ll128=ProtocolConfig(0.92, 200))
+    net = build_network(_topo())
+    got = protocol_network(net, cfg, "ll128")
+    assert got.link_bw == net.link_bw * Fraction(92, 100)
+    assert got.latency_ps == net.latency_ps + 500_000
+    assert (got.links, got.routes, got.reduce_bw, got.hbm_bw) == (
+        net.links,
+        net.routes,
+        net.reduce_bw,
+        net.hbm_bw,
+    )
+
+
+@pytest.mark.parametrize("channels", [0, 7])
+def test_ll_takes_twice_the_link_time(channels: int) -> None:
+    """LL (efficiency 0.5) on a link-bound ring: the busiest link's bytes at half the rate,
+    plus the same fill (one latency, a few bursts a step) as Simple."""
+    p, c = 8, channels or 2
+    n = 64 * MIB // (c * p) * (c * p)
+    topo = _topo()
+    bw = float(topo.chips.link_bw)
+    link_ns = 2 * (p - 1) * n / (c * p) / bw
+    fill_ns = topo.chips.link_latency_ns + 2 * (p - 1) * 3 * topo.hbm.burst_bytes / (bw / 2)
+    simple = allreduce(topo, n, channels=channels).time_ps / 1000
+    ll = allreduce(topo, n, channels=channels, protocol="ll")
+    assert ll.protocol == "ll" and ll.wrong == 0
+    assert 2 * link_ns <= ll.time_ps / 1000 <= 2 * link_ns + fill_ns
+    assert link_ns <= simple <= link_ns + fill_ns
+
+
+@pytest.mark.parametrize(("kind", "channels"), [("fully_connected", 7), ("ring", 0)])
+def test_each_step_waits_its_synchronisation_once(kind: str, channels: int) -> None:
+    """A small ring allreduce is a chain of 2 (p-1) steps: step_sync + step_ns more per step
+    is 2 (p-1) times that more in all (a delay, not link time)."""
+    p, n = 8, 4 * KIB
+    base = allreduce(_topo(kind), n, channels=channels).time_ps
+    slow = _topo(kind, step_sync_ns=1500, simple=ProtocolConfig(1.0, 250))
+    got = allreduce(slow, n, channels=channels)
+    assert got.wrong == 0
+    assert got.time_ps - base == 2 * (p - 1) * 1_750_000
+
+
+def test_launch_shifts_every_record_and_counts_in_the_bandwidths() -> None:
+    n = 1 * MIB
+    plain = allreduce(_topo(), n, channels=7)
+    run = allreduce(_topo(launch_ns=12_000), n, channels=7)
+    launch = 12_000_000
+    assert run.launch_ps == launch and run.wrong == 0
+    assert np.array_equal(run.log.start, plain.log.start + launch)
+    assert np.array_equal(run.log.end, plain.log.end + launch)
+    assert run.time_ps == plain.time_ps + launch
+    got = collective_metrics(run)
+    assert got["time_ns"] == run.time_ps / 1000
+    assert got["algbw_gbs"] == pytest.approx(n / (run.time_ps / 1000))
+    one_chip = allreduce(_topo(p=1, launch_ns=12_000), n)
+    assert one_chip.time_ps == launch and len(one_chip.log) == 0
+
+
+LATENCY_TABLE = {  # Simple has a long handshake, LL a short one at half the rate
+    "step_sync_ns": 100,
+    "simple": ProtocolConfig(1.0, 4000),
+    "ll128": ProtocolConfig(0.92, 1500),
+    "ll": ProtocolConfig(0.5, 300),
+}
+
+
+@pytest.mark.parametrize("n", [4 * KIB, 1 * MIB, 256 * MIB])
+def test_auto_picks_the_least_modelled_time(n: int) -> None:
+    """Per call, the protocol with the least alpha-beta time on its network; the tiny call
+    runs LL and the huge one Simple, and the simulator agrees that they are the fastest."""
+    topo = _topo(protocol="auto", **LATENCY_TABLE)
+    cfg = topo.collectives
+    net = build_network(topo)
+    schedule = build_schedule(topo, n, channels=7)
+    times = {p: modelled_ps(schedule, protocol_network(net, cfg, p)) for p in PROTOCOLS}
+    chosen = choose_protocol(schedule, net, cfg)
+    assert times[chosen] == min(times.values())
+    run = allreduce(topo, n, channels=7)
+    assert run.protocol == chosen and run.wrong == 0
+    assert model(topo, "ring", n, channels=7).protocol == chosen
+    if n == 4 * KIB:
+        assert chosen == "ll"
+    if n == 256 * MIB:
+        assert chosen == "simple"
+    if n != 1 * MIB:
+        others = [allreduce(topo, n, channels=7, protocol=p).time_ps for p in PROTOCOLS]
+        assert run.time_ps == min(others)
+
+
+def test_auto_ties_go_to_the_higher_efficiency() -> None:
+    """Nothing to send (every protocol takes the launch alone): Simple. LL128 at Simple's
+    efficiency and cost: still Simple (the table's order)."""
+    topo = _topo(protocol="auto", ll=ProtocolConfig(0.5, 0))
+    assert allreduce(topo, 0).protocol == "simple"
+    same = _topo(protocol="auto", ll128=ProtocolConfig(1.0, 0))
+    assert allreduce(same, 1 * MIB).protocol == "simple"
+    favour = _topo(protocol="auto", simple=ProtocolConfig(1.0, 1000), ll128=ProtocolConfig(1.0, 0))
+    assert allreduce(favour, 1 * MIB).protocol == "ll128"
+
+
+def test_the_argument_overrides_the_topology_protocol() -> None:
+    topo = _topo(protocol="ll")
+    assert allreduce(topo, 64 * KIB).protocol == "ll"
+    assert allreduce(topo, 64 * KIB, protocol="simple").log.equals(allreduce(_topo(), 64 * KIB).log)
+    with pytest.raises(CollectiveError, match="protocol = 'fast'"):
+        allreduce(topo, 64 * KIB, protocol="fast")
+
+
+CONFIGS = [
+    ("fully_connected", 8, "ring", 7, {"launch_ns": 20_000, "step_sync_ns": 1500}),
+    ("fully_connected", 8, "ring", 3, {"protocol": "ll128"}),
+    ("fully_connected", 8, "ring", 0, {"protocol": "ll", "launch_ns": 5000}),
+    ("ring", 8, "ring", 0, {"step_sync_ns": 700, "protocol": "ll128"}),
+    ("switch", 6, "ring", 2, {"launch_ns": 3000, "step_sync_ns": 500}),
+    ("fully_connected", 8, "direct", 0, {"launch_ns": 8000, "step_sync_ns": 900}),
+    ("switch", 8, "halving_doubling", 0, {"protocol": "ll", "step_sync_ns": 400}),
+]
+
+
+@pytest.mark.parametrize(("kind", "p", "algorithm", "channels", "cfg"), CONFIGS)
+@pytest.mark.parametrize("n", [16 * KIB, 48 * MIB])
+def test_model_and_bounds_follow_launch_steps_protocol_and_channels(
+    kind: str, p: int, algorithm: str, channels: int, cfg: dict[str, Any], n: int
+) -> None:
+    """With a collectives section the model is as close to the simulator as without one
+    (within 3 % of the same ratio; a ring within 3 % of the simulator); its time is the
+    launch plus its terms; no run beats the lower bounds, which grow by the launch."""
+    topo = _topo(kind, p, **cfg)
+    run = allreduce(topo, n, algorithm, channels=channels or None)
+    got = model(topo, algorithm, n, channels=channels or None)
+    assert run.wrong == 0
+    neutral = _topo(kind, p)
+    before = (
+        allreduce(neutral, n, algorithm, channels=channels or None).time_ps
+        / model(neutral, algorithm, n, channels=channels or None).time_ps
+    )
+    assert run.time_ps / got.time_ps == pytest.approx(before, abs=0.03)
+    if algorithm == "ring":
+        assert run.time_ps / got.time_ps == pytest.approx(1.0, abs=0.03)
+    terms = max(got.pipeline_ps, got.critical_path_ps, got.resource_path_ps, got.one_port_ps)
+    terms = max(terms, got.busiest_link_ps, got.busiest_engine_ps, got.busiest_hbm_ps)
+    assert got.time_ps == got.launch_ps + terms == topo.collectives.launch_ps + terms
+    bounds = bounds_ps(topo, n, protocol=run.protocol)
+    assert run.time_ps >= bounds.time_ps
+    assert run.time_ps >= bounds_ps(topo, n, protocol="auto").time_ps
+    plain = bounds_ps(dataclasses.replace(topo, collectives=CollectivesConfig()), n)
+    assert bounds.hbm - plain.hbm == pytest.approx(topo.collectives.launch_ps)

@@ -226,7 +226,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
         {"sim.fabric", "sim.topology", "sim.limits", "sim.errors", "sim.oplog", "sim.units"},
     ),
     "sim.calibrate": (
-        ["files", "bands", "nccltests"],
+        ["files", "bands", "nccltests", "yamlkeys", "evaluate", "fit", "report", "cli"],
         {"sim.topology", "sim.collectives", "sim.errors", "sim.inputfile"},
     ),
 }

@@ -1,8 +1,13 @@
 """Calibration against measured nccl-tests / rccl-tests tables (docs/adr/0021 decision 5).
 
-Modules, each with one job: :mod:`~sim.calibrate.files` (atomic writes),
-:mod:`~sim.calibrate.bands` (per-band geomean errors), :mod:`~sim.calibrate.nccltests`
-(read and write nccl-tests tables).
+Modules, each with one job, each importing only modules before it: :mod:`~sim.calibrate.files`
+(atomic writes), :mod:`~sim.calibrate.bands` (per-band geomean errors),
+:mod:`~sim.calibrate.nccltests` (read and write nccl-tests tables),
+:mod:`~sim.calibrate.yamlkeys` (dotted keys in a YAML text: find, edit, tag),
+:mod:`~sim.calibrate.evaluate` (a table's sizes simulated on a topology text),
+:mod:`~sim.calibrate.fit` (the bounded deterministic search), :mod:`~sim.calibrate.report`
+(the calibrated YAML's header, the figure), :mod:`~sim.calibrate.cli`
+(``python -m sim calibrate``). The user's guide: ``docs/calibrating.md``.
 """
 
 from __future__ import annotations

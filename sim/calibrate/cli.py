@@ -181,11 +181,11 @@ def calibrate(args: argparse.Namespace) -> int:
     }
     body = edit(text, spots, tag(str(args.measured), after))
     write_atomic(out, "\n".join(lines) + "\n" + body)
+    fitted = ", ".join(f"{k.key} = {lit}" for k, lit in zip(keys, result.literals, strict=True))
     title = (
         f"{Path(args.measured).name} vs simulated {table.collective} ({args.algorithm}, "
-        f"{setup.ranks} ranks) on {source.name}, fitted "
-        + ", ".join(f"{k.key} = {lit}" for k, lit in zip(keys, result.literals, strict=True))
-        + f"\ngeomean error {after.describe()}"
+        f"{setup.ranks} ranks) on {source.name}\nfitted {fitted}\n"
+        f"geomean error {after.describe()}"
     )
     draw_figure(figure, curves, title)
     _print_sizes(curves)

@@ -120,7 +120,7 @@ def draw_figure(path: Path, curves: Curves, title: str) -> Path:
         )
     }
     fig, (top, bottom) = plt.subplots(
-        2, 1, figsize=(9, 8), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
+        2, 1, figsize=(11, 8.5), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
     )
     fig.suptitle(title, fontsize=10)
     top.plot(sizes, bw["measured"], "o", color="black", label="measured", markersize=5)

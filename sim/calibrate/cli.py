@@ -113,6 +113,8 @@ def _keys(args: argparse.Namespace, text: str, source: str) -> list[FitKey]:
 def calibrate(args: argparse.Namespace) -> int:
     """Run the subcommand; every problem of the input is an :class:`NpuSimError`."""
     started = time.perf_counter()
+    if args.max_evaluations < 1:
+        raise InputError(f"--max-evaluations {args.max_evaluations} must be at least 1")
     table = read_table(args.measured, args.collective)
     source = Path(topology_path(args.topology))
     text = read_text(source, what="topology file", limit=MAX_TOPOLOGY_BYTES, error=InputError)

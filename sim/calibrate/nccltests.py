@@ -203,6 +203,8 @@ def _number(where: str, name: str, token: str) -> float:
 def _whole(where: str, name: str, token: str, unit: str) -> int:
     if not _WHOLE.match(token):
         raise InputError(f"{where}: {name} {short_repr(token)} is not a whole number of {unit}")
+    if len(token) > 19:  # past 2**63: no run measures it, and int() of 5000 digits raises
+        raise InputError(f"{where}: {name} {short_repr(token)} is too large (over 19 digits)")
     return int(token)
 
 

@@ -180,6 +180,36 @@ def test_bad_keys_are_one_clear_error_each(
         "chips.reduce_gbs=1:9",
     )
     assert "--bounds names chips.reduce_gbs, which --fit does not" in err
+    err = usage_error(
+        capsys,
+        tmp_path,
+        "--measured",
+        table,
+        "--out",
+        out,
+        "--fit",
+        "chips.link_bw_gbs",
+        "--max-evaluations",
+        "0",
+    )
+    assert "--max-evaluations 0 must be at least 1" in err
+    half = tmp_path / "all_reduce_perf-oop.txt"
+    half.write_text(
+        "# size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+        "1024 512 bfloat16 sum -1 10.0 0.1 0.1 0\n"
+    )
+    err = usage_error(
+        capsys,
+        tmp_path,
+        "--measured",
+        str(half),
+        "--out",
+        out,
+        "--fit",
+        "chips.link_bw_gbs",
+        "--inplace",
+    )
+    assert "no row with a positive in-place time" in err
     assert not Path(out).exists()
 
 

@@ -101,20 +101,21 @@ def find(text: str, source: str, key: str) -> Spot:
     """The plain numeric scalar ``key`` names; an error naming the key and similar keys if
     there is none."""
     node: yaml.Node = _compose(text, source)
+    walked: list[str] = []
     for part in split_key(key):
-        found = dict(_children(node)).get(part)
+        children = dict(_children(node))
+        found = children.get(part)
         if found is None:
-            keys = leaf_keys(text, source)
-            similar = _similar(key, keys)
-            hint = (
-                f"similar keys: {', '.join(similar)}"
-                if similar
-                else f"its keys: {', '.join(keys[:12])}{', ...' if len(keys) > 12 else ''}"
-            )
+            similar = _similar(key, leaf_keys(text, source))
+            where = ".".join(walked) or "the top level"
+            names = ", ".join(str(c) for c in children) or "nothing"
+            hint = f"similar keys: {', '.join(similar)}" if similar else f"{where} has {names}"
             raise InputError(
-                f"{source}: has no key {key!r}; {hint}. A key the file leaves at its default "
-                "must be written into the YAML (with a starting value) to be fitted."
+                f"{source}: has no key {key!r} (no {part!r} in {where}); {hint}. A key the "
+                "file leaves at its default must be written into the YAML (with a starting "
+                "value) to be fitted."
             )
+        walked.append(f"[{part}]" if isinstance(part, int) else str(part))
         node = found
     if not isinstance(node, yaml.ScalarNode):
         raise InputError(f"{source}: {key} is a section, not a value; name one of its values")

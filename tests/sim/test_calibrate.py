@@ -143,7 +143,13 @@ def test_bad_keys_are_one_clear_error_each(
     table = str(measured_table(tmp_path / "all_reduce_perf.txt"))
     out = str(tmp_path / "o.yaml")
     err = usage_error(capsys, tmp_path, "--measured", table, "--out", out, "--fit", "chips.link_bw")
-    assert "has no key 'chips.link_bw'; similar keys: chips.link_bw_gbs" in err
+    assert (
+        "has no key 'chips.link_bw' (no 'link_bw' in chips); similar keys: chips.link_bw_gbs" in err
+    )
+    err = usage_error(
+        capsys, tmp_path, "--measured", table, "--out", out, "--fit", "collectives.launch_ns"
+    )
+    assert "(no 'collectives' in the top level); the top level has name, clock_ghz" in err
     four = "chips.link_bw_gbs,chips.link_latency_ns,chips.reduce_gbs,hbm.latency_ns"
     assert "fit 1 to 3 at a time" in usage_error(
         capsys, tmp_path, "--measured", table, "--out", out, "--fit", four

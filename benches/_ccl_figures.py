@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from benches._ccl_nccltests import write_tables
 from benches._ccl_sweep import CHIPS, GATED_CHIPS, SIZES, TOPOLOGIES, size_label
 from benches._shared import bench_topology, grid_by
 from pytest_npubench import ConfigResult
@@ -329,12 +330,14 @@ def _sim_vs_model(grid: Grid, path: Path) -> Path:
 
 
 def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
-    """busbw and time vs size, the fastest algorithm per size x chips, sim vs model."""
+    """busbw and time vs size, the fastest algorithm per size x chips, sim vs model; beside
+    them (not figures: not listed), each 8-chip sweep as an nccl-tests table."""
     import matplotlib
 
     matplotlib.use("Agg")
     grid = figure_grid(results)
     outdir.mkdir(parents=True, exist_ok=True)
+    write_tables(results, outdir, TOPOLOGY)
     return [
         _busbw_vs_size(grid, outdir / "busbw_vs_size.png"),
         _time_vs_size(grid, outdir / "time_vs_size.png"),

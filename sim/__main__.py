@@ -6,6 +6,9 @@ are the gated, figure-drawing way to run sweeps.
 ``python -m sim scalesim -c CFG -t TOPOLOGY.csv [-o OUTDIR]``: SCALE-Sim's own files through
 the closed-form systolic model (``sim.systolic``); prints a table and writes
 ``OUTDIR/COMPUTE_REPORT.csv`` with SCALE-Sim's columns.
+
+``python -m sim calibrate --measured FILE --topology YAML --fit KEY[,KEY...]``: fit topology
+values to a measured nccl-tests table (``sim.calibrate.cli``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from sim.calibrate import cli as calibrate_cli
 from sim.errors import NpuSimError
 from sim.gemm.metrics import gemm_metrics
 from sim.gemm.run import run_gemm
@@ -50,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     scale.add_argument("-c", dest="cfg", required=True, help="SCALE-Sim .cfg file")
     scale.add_argument("-t", dest="topology", required=True, help="SCALE-Sim topology .csv")
     scale.add_argument("-o", dest="outdir", default=".", help="where COMPUTE_REPORT.csv goes")
+    calibrate_cli.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "calibrate":
+        return calibrate_cli.run(parser, args)
     if args.command == "scalesim":
         return _scalesim(parser, args.cfg, args.topology, Path(args.outdir))
     try:

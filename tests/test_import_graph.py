@@ -240,6 +240,10 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
         ],
         {"sim.fabric", "sim.topology", "sim.limits", "sim.errors", "sim.oplog", "sim.units"},
     ),
+    "sim.calibrate": (
+        ["files", "bands", "nccltests", "yamlkeys", "evaluate", "fit", "report", "cli"],
+        {"sim.topology", "sim.collectives", "sim.errors", "sim.inputfile"},
+    ),
 }
 
 
@@ -278,7 +282,8 @@ ALLOWED = {
         *("oplog", "topology", "units", "errors"),
     },
     "sim.trace": {"oplog"},
-    "sim.__main__": {"errors", "gemm", "scalesim_files", "systolic", "topology"},
+    "sim.calibrate": {"topology", "collectives", "errors", "inputfile"},
+    "sim.__main__": {"calibrate", "errors", "gemm", "scalesim_files", "systolic", "topology"},
 }
 
 

@@ -2,11 +2,11 @@
 route of every chip pair; the timing rules that use it are in :mod:`sim.fabric.simulate`.
 
 Topologies (``chips.topology``): ``ring`` (bidirectional; shortest path, a tie at distance
-p/2 goes up from the lower chip and down from the higher one), ``fully_connected`` (a link
-per ordered pair), ``torus2d`` (``rows x cols``, chip ``r*cols + c``; dimension order:
-along the row first, then along the column, each dimension routed like a ring) and
-``switch`` (one link each way between every chip and a non-blocking switch, so every
-route is two hops: the switch adds a hop).
+p/2 goes the positive way from an even chip and the negative way from an odd one, ADR
+0022), ``fully_connected`` (a link per ordered pair), ``torus2d`` (``rows x cols``, chip
+``r*cols + c``; dimension order: along the row first, then along the column, each dimension
+routed like a ring) and ``switch`` (one link each way between every chip and a non-blocking
+switch, so every route is two hops: the switch adds a hop).
 """
 
 from __future__ import annotations
@@ -24,12 +24,14 @@ SWITCH = "sw"
 def ring_route(src: int, dst: int, size: int) -> tuple[int, ...]:
     """Positions visited after ``src`` on the shortest way round a ring of ``size`` to ``dst``.
 
-    A tie (distance exactly size/2) goes up (increasing index) from the lower position and
-    down from the higher one, so an exchange between the two halves uses both directions.
+    A tie (distance exactly size/2) goes by the parity of the sending position: up
+    (increasing index) from an even one, down from an odd one (ADR 0022), so that turning
+    the ring by two maps every route onto another and the two chips of a pair never share
+    a link direction.
     """
     up = (dst - src) % size
     down = (src - dst) % size
-    go_up = up < down or (up == down and src < dst)
+    go_up = up < down or (up == down and src % 2 == 0)
     step, dist = (1, up) if go_up else (-1, down)
     return tuple((src + step * i) % size for i in range(1, dist + 1))
 

@@ -6,6 +6,7 @@ The API: :func:`allreduce`, :func:`reduce_scatter`, :func:`all_gather` (and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +64,11 @@ class CollectiveRun:
         return out
 
 
+#: Fast paths tried before the full program is built: each returns a run or None (then the
+#: next, and finally the full program). :mod:`sim.collectives.fast` adds the symmetric one.
+FAST_PATHS: list[Callable[[Topology, object, object, object, object], CollectiveRun | None]] = []
+
+
 def run_collective(
     topo: Topology,
     nbytes: int,
@@ -72,6 +78,10 @@ def run_collective(
     chunk_bytes: int | None = None,
 ) -> CollectiveRun:
     """Simulate one collective of ``nbytes`` on ``topo.chips`` and check its result."""
+    for fast in FAST_PATHS:
+        got = fast(topo, nbytes, algorithm, collective, chunk_bytes)
+        if got is not None:
+            return got
     nbytes, chunk_bytes = check_collective(topo, nbytes, algorithm, chunk_bytes)  # sim.limits
     net = build_network(topo)
     schedule = build_schedule(

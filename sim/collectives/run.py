@@ -15,6 +15,7 @@ enqueue, and ``time_ps`` (the last end; the launch alone when nothing moves), ``
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,6 +93,11 @@ class CollectiveRun:
         return out
 
 
+#: Fast paths tried before the full program is built: each returns a run or None (then the
+#: next, and finally the full program). :mod:`sim.collectives.fast` adds the symmetric one.
+FAST_PATHS: list[Callable[[Topology, object, object, object, object], CollectiveRun | None]] = []
+
+
 def run_collective(
     topo: Topology,
     nbytes: int,
@@ -104,6 +110,11 @@ def run_collective(
 ) -> CollectiveRun:
     """Simulate one collective of ``nbytes`` on ``topo.chips`` and check its result;
     ``protocol`` and ``channels`` override ``topo.collectives`` (module docstring)."""
+    if protocol is None and channels is None and topo.collectives.neutral:
+        for fast in FAST_PATHS:  # today's runtime only: no launch, channels or protocol
+            got = fast(topo, nbytes, algorithm, collective, chunk_bytes)
+            if got is not None:
+                return got
     nbytes, chunk_bytes = check_collective(topo, nbytes, algorithm, chunk_bytes)  # sim.limits
     net = build_network(topo)
     schedule = build_schedule(

@@ -38,6 +38,7 @@ from sim.fabric.network import Network, build_network, ring_route, torus_cycle
 from sim.fabric.program import COPY, REDUCTION, TRANSFER, FabricProgram, hbm_default
 from sim.fabric.scan import one_after_another
 from sim.fabric.simulate import simulate_fabric
+from sim.fabric.symmetry import SymmetricLog, ring_links, ring_network
 
 __all__ = [
     "COPY",
@@ -52,10 +53,13 @@ __all__ = [
     "TRANSFER",
     "FabricProgram",
     "Network",
+    "SymmetricLog",
     "arrival_ps",
     "build_network",
     "hbm_default",
     "one_after_another",
+    "ring_links",
+    "ring_network",
     "ring_route",
     "simulate_fabric",
     "torus_cycle",

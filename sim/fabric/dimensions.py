@@ -41,12 +41,14 @@ RING, FULLY_CONNECTED, SWITCH_SHAPE = "ring", "fully_connected", "switch"
 def ring_route(src: int, dst: int, size: int) -> tuple[int, ...]:
     """Positions visited after ``src`` on the shortest way round a ring of ``size`` to ``dst``.
 
-    A tie (distance exactly size/2) goes up (increasing index) from the lower position and
-    down from the higher one, so an exchange between the two halves uses both directions.
+    A tie (distance exactly size/2) goes by the parity of the sending position: up
+    (increasing index) from an even one, down from an odd one (ADR 0022), so that turning
+    the ring by two maps every route onto another and the two chips of a pair never share
+    a link direction.
     """
     up = (dst - src) % size
     down = (src - dst) % size
-    go_up = up < down or (up == down and src < dst)
+    go_up = up < down or (up == down and src % 2 == 0)
     step, dist = (1, up) if go_up else (-1, down)
     return tuple((src + step * i) % size for i in range(1, dist + 1))
 

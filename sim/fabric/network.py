@@ -4,8 +4,9 @@ timing rules that use it are in :mod:`sim.fabric.simulate`.
 
 Every network is built from ``dimensions_of(topo.chips)`` (:mod:`sim.fabric.dimensions`,
 ADR 0021). Today's one-level topologies are its shorthand and give today's network, link for
-link: ``ring`` (bidirectional; shortest path, a tie at distance p/2 goes up from the lower
-chip and down from the higher one), ``fully_connected`` (a link per ordered pair),
+link: ``ring`` (bidirectional; shortest path, a tie at distance p/2 goes the positive way
+from an even chip and the negative way from an odd one, ADR 0022), ``fully_connected``
+(a link per ordered pair),
 ``torus2d`` (``rows x cols``, chip ``r*cols + c``: the dimensions ``[cols, rows]``; dimension
 order: along the row first, then along the column, each dimension routed like a ring) and
 ``switch`` (one link each way between every chip and a non-blocking switch, so every route

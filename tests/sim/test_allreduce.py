@@ -391,15 +391,19 @@ def test_time_never_decreases_with_size(kind: str) -> None:
     less time, up to 0.01 %: first come, first served scheduling has Graham's anomalies (a
     slightly different arrival order on a shared link or HBM can shorten the whole run; on
     this grid at most 460 ps = 5e-5, torus2d at 4094 -> 4096 B). Without contention the
-    same programs never get faster (the next test); ADR 0010 lists the measured drops."""
+    same programs never get faster (the next test); ADR 0010 lists the measured drops, ADR
+    0022 the one the parity tie rule adds (halving-doubling on a 2 x 4 torus, 65534 ->
+    65536 B: 8,967,680 -> 8,935,720 ps, both 8,935,720 ps without contention)."""
     topo = _topo(kind, 8)
     sizes = _fine_sizes()
+    known = {("torus2d", "halving_doubling", 65534, 65536)}  # ADR 0022
     for algorithm in algorithms_for(kind):
         times = [allreduce(topo, n, algorithm).time_ps for n in sizes]
         drops = [
             (a, b, x - y)
             for a, b, x, y in zip(sizes, sizes[1:], times, times[1:], strict=False)
             if y < x * (1 - 1e-4)  # up to 0.01 %: integer-ps rounding, one-element-uneven splits
+            and (kind, algorithm, a, b) not in known
         ]
         assert not drops, (algorithm, drops[:3])
 

@@ -59,10 +59,12 @@ def test_ring_routes_take_the_shortest_way_round(p: int) -> None:
         assert _endpoints(net, s, d)[-1] == d
 
 
-def test_ring_tie_goes_both_ways() -> None:
-    """At distance p/2 the lower chip goes up and the higher chip goes down."""
-    assert ring_route(1, 5, 8) == (2, 3, 4, 5)
+def test_ring_tie_goes_by_the_senders_parity() -> None:
+    """At distance p/2 an even chip goes up and an odd chip goes down (ADR 0022)."""
+    assert ring_route(1, 5, 8) == (0, 7, 6, 5)
     assert ring_route(5, 1, 8) == (4, 3, 2, 1)
+    assert ring_route(2, 6, 8) == (3, 4, 5, 6)
+    assert ring_route(6, 2, 8) == (7, 0, 1, 2)
 
 
 @pytest.mark.parametrize("p", [2, 3, 6])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.collectives.protocols import AUTO, requested_protocol
+from sim.collectives.protocols import candidates, requested_protocol
 from sim.collectives.schedule import (
     ALGORITHMS,
     CollectiveError,
@@ -34,7 +34,7 @@ from sim.collectives.trees import binary_tree
 from sim.fabric import (
     build_network,
 )
-from sim.topology import PROTOCOLS, Topology
+from sim.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def bounds_ps(
     if p <= 1 or nbytes == 0:
         return Bounds(launch, launch, launch, launch)
     chosen = requested_protocol(cfg, protocol)
-    names = PROTOCOLS if chosen == AUTO else (chosen,)
+    names = candidates(chosen)
     efficiency = max(float(cfg.protocols(x).efficiency_exact) for x in names)
     step = min(cfg.step_ps(x) for x in names)
     c = model_costs(topo, None)

@@ -68,8 +68,8 @@ from sim.collectives.critical_path import critical_path
 from sim.collectives.one_port import one_port_ps
 from sim.collectives.pipeline import busiest_resources, chunk_pipeline
 from sim.collectives.protocols import (
-    AUTO,
     choose_protocol,
+    is_choice,
     protocol_network,
     requested_protocol,
 )
@@ -142,7 +142,7 @@ def model(
     ring = algorithm == "ring" and wires.chips > 1
     count = resolve_channels(topo, wires, channels) if ring else 0
     chosen = requested_protocol(cfg, protocol)
-    if chosen == AUTO:
+    if is_choice(chosen):
         schedule = build_schedule(
             topo,
             nbytes,

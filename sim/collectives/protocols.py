@@ -26,8 +26,10 @@ from sim.topology import PROTOCOLS, CollectivesConfig
 
 __all__ = [
     "AUTO",
+    "candidates",
     "choose_protocol",
     "derate",
+    "is_choice",
     "modelled_ps",
     "protocol_network",
     "requested_protocol",
@@ -76,10 +78,24 @@ def requested_protocol(cfg: CollectivesConfig, protocol: str | None = None) -> s
     return _check(cfg.protocol if protocol is None else protocol)
 
 
+def candidates(protocol: str) -> tuple[str, ...]:
+    """The protocols a call may run under ``protocol``: every one for ``auto``, the listed ones
+    for a subset (``"ll,simple"``, as ``NCCL_PROTO=LL,Simple`` enables), else that one."""
+    if protocol == AUTO:
+        return PROTOCOLS
+    return tuple(protocol.split(","))
+
+
+def is_choice(protocol: str) -> bool:
+    """Whether ``protocol`` leaves the choice to the tuner (``auto`` or a subset)."""
+    return len(candidates(protocol)) > 1
+
+
 def _check(protocol: str) -> str:
-    if protocol != AUTO and protocol not in PROTOCOLS:
+    if protocol != AUTO and not set(candidates(protocol)) <= set(PROTOCOLS):
         raise CollectiveError(
-            f"protocol = {protocol!r}: use one of {', '.join(PROTOCOLS)} or 'auto' "
+            f"protocol = {protocol!r}: use one of {', '.join(PROTOCOLS)}, 'auto' or a "
+            "comma-separated subset such as 'll,simple' "
             "(the least modelled time)"
         )
     return protocol
@@ -92,11 +108,11 @@ def choose_protocol(
     ``cfg.protocol``; ``auto``: the least :func:`modelled_ps` on each protocol's network,
     ties to the higher efficiency (then simple, ll128, ll)."""
     name = requested_protocol(cfg, protocol)
-    if name != AUTO:
+    if not is_choice(name):
         return name
 
     def key(p: str) -> tuple[float, Fraction, int]:
         t = modelled_ps(schedule, protocol_network(net, cfg, p), cfg.launch_ps)
         return t, -cfg.protocols(p).efficiency_exact, PROTOCOLS.index(p)
 
-    return min(PROTOCOLS, key=key)
+    return min(candidates(name), key=key)

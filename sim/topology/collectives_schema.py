@@ -84,15 +84,7 @@ def build_collectives(source: str, value: object) -> CollectivesConfig:
     if "channels" in raw:
         values["channels"] = _channels(source, raw["channels"])
     if "protocol" in raw:
-        protocol = raw["protocol"]
-        if not isinstance(protocol, str) or protocol not in PROTOCOL_CHOICES:
-            raise fail(
-                source,
-                "collectives.protocol",
-                protocol,
-                f"must be one of {', '.join(PROTOCOL_CHOICES)}",
-            )
-        values["protocol"] = protocol
+        values["protocol"] = _protocol_choice(source, raw["protocol"])
     if "protocols" in raw:
         table = require_mapping(source, "collectives.protocols", raw["protocols"])
         check_keys(source, "collectives.protocols.", table, set(PROTOCOLS), frozenset(PROTOCOLS))
@@ -102,14 +94,35 @@ def build_collectives(source: str, value: object) -> CollectivesConfig:
     return CollectivesConfig(**values)
 
 
+def _protocol_choice(source: str, protocol: object) -> str:
+    """``protocol``: a name, ``auto``, or a list of names the tuner chooses among (NCCL_PROTO's
+    list of enabled protocols, e.g. ``[ll, simple]`` where LL128 is off), stored in
+    ``PROTOCOLS`` order joined by commas."""
+    if isinstance(protocol, list) and protocol and all(isinstance(x, str) for x in protocol):
+        names = [x for x in PROTOCOLS if x in protocol]
+        if len(names) == len(set(protocol)) == len(protocol):
+            return ",".join(names)
+    if isinstance(protocol, str) and protocol in PROTOCOL_CHOICES:
+        return protocol
+    raise fail(
+        source,
+        "collectives.protocol",
+        protocol,
+        f"must be one of {', '.join(PROTOCOL_CHOICES)}, or a list of distinct protocols the "
+        "tuner chooses among (e.g. [ll, simple])",
+    )
+
+
 def collectives_content(c: CollectivesConfig) -> dict[str, Any]:
     """The section as the file would say it, every key at its neutral default left out
     (empty for a neutral section, which then is no part of the fingerprint)."""
     neutral = CollectivesConfig()
     out: dict[str, Any] = {}
-    for key in ("launch_ns", "step_sync_ns", "protocol"):
+    for key in ("launch_ns", "step_sync_ns"):
         if getattr(c, key) != getattr(neutral, key):
             out[key] = getattr(c, key)
+    if c.protocol != neutral.protocol:
+        out["protocol"] = c.protocol.split(",") if "," in c.protocol else c.protocol
     if c.channels != neutral.channels:
         out["channels"] = AUTO if c.channels == AUTO_CHANNELS else c.channels
     protocols: dict[str, dict[str, Any]] = {}

@@ -207,3 +207,30 @@ def test_model_and_bounds_follow_launch_steps_protocol_and_channels(
     assert run.time_ps >= bounds_ps(topo, n, protocol="auto").time_ps
     plain = bounds_ps(dataclasses.replace(topo, collectives=CollectivesConfig()), n)
     assert bounds.hbm - plain.hbm == pytest.approx(topo.collectives.launch_ps)
+
+
+def _parsed(**collectives: Any) -> Topology:
+    """:func:`_topo`'s machine with its ``collectives`` section read as a file gives it."""
+    data: dict[str, Any] = _topo().to_dict()
+    data["collectives"] = collectives
+    return build(data, "test collectives section")
+
+
+def test_a_protocol_list_lets_the_tuner_choose_among_those_only() -> None:
+    """``protocol: [ll, simple]`` is NCCL_PROTO=LL,Simple: the tuner never picks LL128, even
+    where LL128 would model fastest (between LL's latency and Simple's bandwidth)."""
+    steps = {"simple": {"step_ns": 3000}, "ll128": {"step_ns": 10}, "ll": {"step_ns": 10}}
+    every = _parsed(protocol="auto", protocols=steps)
+    some = _parsed(protocol=["ll", "simple"], protocols=steps)
+    assert some.collectives.protocol == "simple,ll"  # canonical order, as PROTOCOLS lists them
+    assert some.to_dict()["collectives"]["protocol"] == ["simple", "ll"]
+    picked = {allreduce(every, 4 * MIB).protocol, allreduce(some, 4 * MIB).protocol}
+    assert picked == {"ll128", "simple"} or picked == {"ll128", "ll"}
+    assert allreduce(some, 4 * MIB).wrong == 0
+    assert {allreduce(some, n).protocol for n in (8, 64 * MIB)} <= {"ll", "simple"}
+
+
+@pytest.mark.parametrize("bad", [["ll", "ll"], ["ll", "fast"], [], "ll, simple", [1]])
+def test_a_bad_protocol_list_is_one_clear_error(bad: object) -> None:
+    with pytest.raises(Exception, match=r"collectives\.protocol.*list of distinct protocols"):
+        _parsed(protocol=bad)

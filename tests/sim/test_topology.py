@@ -115,7 +115,7 @@ def test_malformed_yaml_and_unknown_name(tmp_path: Path) -> None:
     bad.write_text("pe: [unclosed\n")
     with pytest.raises(TopologyError, match="not valid YAML"):
         load_topology(bad)
-    with pytest.raises(TopologyError, match="Known topologies: npu-1h"):
+    with pytest.raises(TopologyError, match=r"Known topologies: .*npu-1h"):
         load_topology("npu-9z")
 
 

@@ -21,6 +21,7 @@ from sim.fabric.program import (
     dependents_of,
     op_routes,
 )
+from sim.fabric.switch_ops import at_switch, switch_plan
 from sim.oplog import OpLog
 
 
@@ -62,14 +63,18 @@ def simulate_events(
     for t in consumes:
         if t >= 0:
             staged[t] = True
-    credits = [net.staging_buffers] * (p * p)
-    held: list[deque[int]] = [deque() for _ in range(p * p)]
+    plan = switch_plan(net, program, route_of) if at_switch(net, program) else None
+    for t in plan.unstaged if plan else ():  # a switch forwards what it copies (switch_ops)
+        staged[t] = False
+    pools = plan.pools if plan else p * p
+    credits = [net.staging_buffers] * pools
+    held: list[deque[int]] = [deque() for _ in range(pools)]
     granted = [False] * n
     hbm_got = [False] * n
     head = [0] * n  # when the first burst of every input is there
     tail = [0] * n  # when the last byte of every input is there
     hop_end = [0] * n
-    conn = [s * p + d for s, d in zip(src, dst, strict=True)]
+    conn = plan.conn if plan else [s * p + d for s, d in zip(src, dst, strict=True)]
     # per op: the servers of its hops (a transfer) or its reduce engine (one entry)
     if contention:
         servers = nlinks + p
@@ -89,6 +94,8 @@ def simulate_events(
                 own_links[c, r] = tuple(range(servers, servers + len(r)))
                 servers += len(r)
             res_of.append(own_links[c, r])
+    if plan:  # reductions at a switch: on their ports' reduce engines
+        servers = plan.place(res_of, servers)
     busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
     queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
     hbm_free = [0] * p

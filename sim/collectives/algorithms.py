@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sim.collectives.nvls import NVLS, nvls_steps
 from sim.collectives.schedule import (
     ALGORITHMS,
     COLLECTIVES,
@@ -214,12 +215,17 @@ def _torus2d(plan: _Plan, net: Network) -> Steps:
     return _zip(*halves)
 
 
+def _nvls(plan: _Plan, net: Network) -> Steps:
+    return nvls_steps(plan.chips, plan.count, net)
+
+
 _BUILDERS = {
     "ring": _ring,
     "direct": _direct,
     "halving_doubling": _halving_doubling,
     "double_binary_tree": _double_binary_tree,
     "torus2d": _torus2d,
+    NVLS: _nvls,  # a switch that reduces: sim.collectives.nvls
 }
 
 

@@ -13,6 +13,8 @@ import numpy as np
 from sim.collectives.algorithms import build_schedule
 from sim.collectives.budget import check_collective
 from sim.collectives.compile import Compiled, fabric_program
+from sim.collectives.nvls import NVLS
+from sim.collectives.nvls_program import nvls_program
 from sim.collectives.schedule import (
     I64,
     Schedule,
@@ -82,7 +84,8 @@ def run_collective(
 
 def run_schedule(schedule: Schedule, net: Network) -> CollectiveRun:
     """Time ``schedule`` on ``net`` and check its result by replaying the op log."""
-    compiled = fabric_program(schedule)
+    nvls = schedule.algorithm == NVLS  # a switch that reduces (sim.collectives.nvls_program)
+    compiled = nvls_program(schedule, net) if nvls else fabric_program(schedule)
     log = simulate_fabric(net, compiled.program)
     try:
         final = replay(schedule, net, compiled, log)

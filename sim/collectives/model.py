@@ -55,6 +55,8 @@ from dataclasses import dataclass
 
 from sim.collectives.bounds import textbook_ps
 from sim.collectives.critical_path import critical_path
+from sim.collectives.nvls import NVLS
+from sim.collectives.nvls_model import nvls_model
 from sim.collectives.one_port import one_port_ps
 from sim.collectives.pipeline import busiest_resources, chunk_pipeline
 from sim.collectives.schedule import (
@@ -113,6 +115,8 @@ def model(
         raise CollectiveError(f"unknown collective {collective!r}; use {', '.join(COLLECTIVES)}")
     if collective != "allreduce" and algorithm != "ring":
         raise CollectiveError(f"{collective} is modelled for algorithm='ring' only")
+    if algorithm == NVLS:  # a switch that reduces: sim.collectives.nvls_model
+        return CollectiveModel(**nvls_model(topo, nbytes, collective, chunk_bytes))  # type: ignore[arg-type]
     net = build_network(topo)
     parts = model_parts(net, algorithm, collective, float(nbytes))
     costs = model_costs(topo, chunk_bytes)

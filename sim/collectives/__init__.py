@@ -9,6 +9,9 @@ Modules, each with one job:
 * :mod:`~sim.collectives.channels`: the directed rings (and lanes) of a ring's channels;
 * :mod:`~sim.collectives.algorithms`: the schedule of each algorithm;
 * :mod:`~sim.collectives.compile`: a schedule as a fabric program (chunks, dependencies);
+* :mod:`~sim.collectives.nvls`, :mod:`~sim.collectives.nvls_program`: ``nvls``, the
+  allreduce on a switch that reduces (ADR 0021 decision 3), its schedule and its program;
+  :mod:`~sim.collectives.nvls_model` its model and bounds;
 * :mod:`~sim.collectives.verify`: the functional check (the op log replayed on exact data);
 * :mod:`~sim.collectives.protocols`: a protocol's network (derated links, per-step
   latency) and ``protocol: auto``'s choice;
@@ -20,11 +23,11 @@ Modules, each with one job:
   textbook times.
 
 Imports run one way: a module imports only modules listed before it in ``schedule``,
-``trees``, ``channels``, ``algorithms``, ``compile``, ``verify``, ``budget``, ``protocols``,
-``run``, ``metrics`` (a run), ``steps``,
-``pipeline``, ``one_port``, ``bounds``, ``critical_path``, ``model`` (the model: nothing a
-run needs imports it). Outside the package: :mod:`sim.fabric` (its package, not its
-modules), ``sim.topology``, ``sim.limits``, ``sim.errors`` and ``sim.oplog``.
+``trees``, ``channels``, ``nvls``, ``algorithms``, ``compile``, ``nvls_program``, ``verify``,
+``budget``, ``protocols``, ``run``, ``metrics`` (a run), ``steps``, ``pipeline``, ``one_port``,
+``nvls_model``, ``bounds``, ``critical_path``, ``model`` (the model: nothing a run needs
+imports it). Outside the package: :mod:`sim.fabric` (its package, not its modules),
+``sim.topology``, ``sim.limits``, ``sim.errors`` and ``sim.oplog``.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sim.collectives.channels import Channel, resolve_channels, ring_channels
+from sim.collectives.nvls import NVLS, nvls_steps
 from sim.collectives.schedule import (
     ALGORITHMS,
     COLLECTIVES,
@@ -225,12 +226,17 @@ def _torus2d(plan: _Plan, net: Network) -> Steps:
     return _zip(*halves)
 
 
+def _nvls(plan: _Plan, net: Network) -> Steps:
+    return nvls_steps(plan.chips, plan.count, net)
+
+
 _BUILDERS = {
     "ring": _ring,
     "direct": _direct,
     "halving_doubling": _halving_doubling,
     "double_binary_tree": _double_binary_tree,
     "torus2d": _torus2d,
+    NVLS: _nvls,  # a switch that reduces: sim.collectives.nvls
 }
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.collectives.nvls_model import machine_sent_bytes
 from sim.collectives.protocols import candidates, requested_protocol
 from sim.collectives.schedule import (
     ALGORITHMS,
@@ -88,6 +89,8 @@ def bounds_ps(
     share = (p - 1) / p * nbytes
     sent = (2.0 if collective == "allreduce" else 1.0) * share
     reduced = 0.0 if collective == "all_gather" else share
+    if net.switch_reduce_bws:  # a switch that reduces and multicasts (sim.collectives.nvls_model)
+        sent, reduced = machine_sent_bytes(collective, p, float(nbytes), share)
     memory = 2.0 * nbytes if collective == "allreduce" else nbytes * (1 + 1 / p)
     diameter = max(net.hops(s, d) for s in range(p) for d in range(p))
     return Bounds(

@@ -65,6 +65,8 @@ from sim.collectives.algorithms import build_schedule
 from sim.collectives.bounds import textbook_ps
 from sim.collectives.channels import resolve_channels, ring_channels
 from sim.collectives.critical_path import critical_path
+from sim.collectives.nvls import NVLS
+from sim.collectives.nvls_model import nvls_model
 from sim.collectives.one_port import one_port_ps
 from sim.collectives.pipeline import busiest_resources, chunk_pipeline
 from sim.collectives.protocols import (
@@ -135,6 +137,8 @@ def model(
         raise CollectiveError(f"unknown collective {collective!r}; use {', '.join(COLLECTIVES)}")
     if collective != "allreduce" and algorithm != "ring":
         raise CollectiveError(f"{collective} is modelled for algorithm='ring' only")
+    if algorithm == NVLS:  # a switch that reduces: sim.collectives.nvls_model
+        return CollectiveModel(**nvls_model(topo, nbytes, collective, chunk_bytes))  # type: ignore[arg-type]
     if channels is not None and channels != 0 and algorithm != "ring":
         raise CollectiveError(f"channels = {channels!r} apply to algorithm 'ring' only")
     cfg = topo.collectives

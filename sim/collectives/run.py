@@ -23,6 +23,8 @@ import numpy as np
 from sim.collectives.algorithms import build_schedule
 from sim.collectives.budget import check_collective
 from sim.collectives.compile import Compiled, chunk_count, fabric_program
+from sim.collectives.nvls import NVLS
+from sim.collectives.nvls_program import nvls_program
 from sim.collectives.protocols import choose_protocol, protocol_network
 from sim.collectives.schedule import (
     I64,
@@ -163,7 +165,8 @@ def run_schedule(
     cfg = collectives or CollectivesConfig()
     net = protocol_network(net, cfg, protocol)
     launch = cfg.launch_ps
-    compiled = fabric_program(schedule)
+    nvls = schedule.algorithm == NVLS  # a switch that reduces (sim.collectives.nvls_program)
+    compiled = nvls_program(schedule, net) if nvls else fabric_program(schedule)
     log = simulate_fabric(net, compiled.program)
     if launch:
         log = dataclasses.replace(log, start=log.start + launch, end=log.end + launch)

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from sim.errors import InputError
 
-Algorithm = Literal["ring", "direct", "halving_doubling", "double_binary_tree", "torus2d"]
+Algorithm = Literal["ring", "direct", "halving_doubling", "double_binary_tree", "torus2d", "nvls"]
 
 
 Collective = Literal["allreduce", "reduce_scatter", "all_gather"]
@@ -77,6 +77,11 @@ class Schedule:
     @property
     def nbytes(self) -> int:
         return self.count * self.bytes_per_element
+
+    @property
+    def nodes(self) -> int:
+        """Nodes the messages name: the chips, then any switch (``nvls``: a switch node)."""
+        return max([self.chips - 1, *(max(m.src, m.dst) for s in self.steps for m in s)]) + 1
 
 
 def algorithms_for(topology: str) -> tuple[Algorithm, ...]:

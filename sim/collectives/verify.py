@@ -33,6 +33,7 @@ from sim.fabric import (
     REDUCE,
     REDUCTION,
     SEND,
+    SWITCH_REDUCE,
     TRANSFER,
     Network,
 )
@@ -145,6 +146,10 @@ def replay(schedule: Schedule, net: Network, compiled: Compiled, log: OpLog) -> 
     prog = compiled.program
     sends = log.stage == SEND
     consumer = (log.stage == REDUCE) | (log.stage == COPY_STAGE)
+    switches = schedule.nodes - p  # a switch sums what arrived there, from zero (nvls)
+    if switches:
+        consumer |= log.stage == SWITCH_REDUCE
+        a, b, mask = (np.vstack([x, np.zeros((switches, pieces), np.int64)]) for x in (a, b, mask))
     summed = _replay_sums(compiled, log, consumer, (a, b, mask), (a0, b0, m0))
     if summed is not None:
         return summed
@@ -177,7 +182,7 @@ def replay(schedule: Schedule, net: Network, compiled: Compiled, log: OpLog) -> 
             a[c, x:y] = da
             b[c, x:y] = db
             mask[c, x:y] = dm
-    return Replayed(a, b, mask)
+    return Replayed(a[:p], b[:p], mask[:p])
 
 
 def _replay_sums(

@@ -8,6 +8,8 @@ Modules, each with one job:
 * :mod:`~sim.fabric.network`: the network of a topology (:class:`Network`: links, lanes,
   per-link values, routes; :meth:`Network.derated` for a protocol);
 * :mod:`~sim.fabric.program`: the fabric program and the checks of its dependencies;
+* :mod:`~sim.fabric.switch_ops`: reductions and multicasts at a switch node (ADR 0021
+  decision 3);
 * :mod:`~sim.fabric.holds`: what each op holds (its engine, its chip's HBM, one burst);
 * :mod:`~sim.fabric.simulate`: :func:`simulate_fabric`, the timing rules, which picks
   :mod:`~sim.fabric.events` (the event loop) or a fast path, :mod:`~sim.fabric.uncontended`
@@ -16,8 +18,8 @@ Modules, each with one job:
 * :mod:`~sim.fabric.log`: the op log's engines and stages, and arrival times.
 
 Imports run one way: a module imports only modules listed before it in ``dimensions``, ``network``,
-``program``, ``holds``, ``log``, ``one_shot``, ``scan``, ``events``, ``uncontended``,
-``rotation``, ``simulate``. Outside the package, ``sim.fabric`` imports only
+``program``, ``switch_ops``, ``holds``, ``log``, ``one_shot``, ``scan``, ``events``,
+``uncontended``, ``rotation``, ``simulate``. Outside the package, ``sim.fabric`` imports only
 ``sim.topology``, ``sim.oplog``, ``sim.units``, ``sim.limits`` and ``sim.errors``; other code
 imports this package, not its modules.
 """
@@ -38,6 +40,7 @@ from sim.fabric.network import Network, build_network, ring_route, torus_cycle
 from sim.fabric.program import COPY, REDUCTION, TRANSFER, FabricProgram, hbm_default
 from sim.fabric.scan import one_after_another
 from sim.fabric.simulate import simulate_fabric
+from sim.fabric.switch_ops import SWITCH_REDUCE, SWITCH_REDUCE_STAGE
 from sim.fabric.symmetry import SymmetricLog, ring_links, ring_network
 
 __all__ = [
@@ -50,6 +53,8 @@ __all__ = [
     "REDUCTION",
     "SEND",
     "STAGES",
+    "SWITCH_REDUCE",
+    "SWITCH_REDUCE_STAGE",
     "TRANSFER",
     "FabricProgram",
     "Network",

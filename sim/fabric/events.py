@@ -22,6 +22,7 @@ from sim.fabric.program import (
     lanes_of,
     op_routes,
 )
+from sim.fabric.switch_ops import at_switch, switch_plan
 from sim.oplog import OpLog
 
 
@@ -63,18 +64,27 @@ def simulate_events(
     for t in consumes:
         if t >= 0:
             staged[t] = True
+    plan = switch_plan(net, program, route_of) if at_switch(net, program) else None
+    for t in plan.unstaged if plan else ():  # a switch forwards what it copies (switch_ops)
+        staged[t] = False
     # staging buffers per (sender, receiver, lane): a channel on its own link or port has
-    # buffers of its own, as each NCCL channel has its own connection buffers per peer
+    # buffers of its own, as each NCCL channel has its own connection buffers per peer (a
+    # program through a switch's own ops: per port link, switch_ops)
     lane = lanes_of(program)
-    nlanes = max(lane, default=0) + 1
-    credits = [net.staging_buffers] * (p * p * nlanes)
-    held: list[deque[int]] = [deque() for _ in range(p * p * nlanes)]
+    nlanes = 1 if plan else max(lane, default=0) + 1
+    pools = plan.pools if plan else p * p * nlanes
+    credits = [net.staging_buffers] * pools
+    held: list[deque[int]] = [deque() for _ in range(pools)]
     granted = [False] * n
     hbm_got = [False] * n
     head = [0] * n  # when the first burst of every input is there
     tail = [0] * n  # when the last byte of every input is there
     hop_end = [0] * n
-    conn = [(s * p + d) * nlanes + g for s, d, g in zip(src, dst, lane, strict=True)]
+    conn = (
+        plan.conn
+        if plan
+        else [(s * p + d) * nlanes + g for s, d, g in zip(src, dst, lane, strict=True)]
+    )
     # per op: the servers of its hops (a transfer) or its reduce engine (one entry)
     if contention:
         servers = nlinks + p
@@ -95,6 +105,8 @@ def simulate_events(
                 own_links[pair, r] = tuple(range(servers, servers + len(r)))
                 servers += len(r)
             res_of.append(own_links[pair, r])
+    if plan:  # reductions at a switch: on their ports' reduce engines
+        servers = plan.place(res_of, servers)
     busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
     queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
     hbm_free = [0] * p

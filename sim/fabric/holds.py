@@ -9,6 +9,7 @@ import numpy as np
 
 from sim.fabric.network import Network
 from sim.fabric.program import COPY, TRANSFER, FabricProgram, hbm_default
+from sim.fabric.switch_ops import at_switch, switch_holds
 
 
 def op_ps(net: Network, kind: int, nbytes: int, hbm: int, link: int | None) -> tuple[int, int]:
@@ -58,6 +59,8 @@ def op_holds(
         per_key.append((a, h, max(a, h), max(ga, gh)))
     per_op = np.asarray(per_key, dtype=np.int64)[code]
     first, hbm, total, burst = (per_op[:, c].tolist() for c in range(4))
+    if at_switch(net, program):  # ops at a switch: no HBM, the switch's reduce rate
+        switch_holds(net, program, (first, hbm, total, burst))
     return first, hbm, total, burst
 
 

@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from sim.fabric.network import Network
 from sim.fabric.program import REDUCTION, TRANSFER, FabricProgram, op_routes
+from sim.fabric.switch_ops import at_switch, switch_log
 from sim.oplog import OpLog
 
 STAGES = ("send", "forward", "reduce", "copy")
@@ -62,7 +63,11 @@ def op_log(
         "nbytes": np.asarray(program.nbytes, dtype=np.int64)[op],
         "tile": np.asarray(program.step, dtype=np.int64)[op],
     }
-    return OpLog.from_columns((*net.names, REDUCE_ENGINE, HBM_ENGINE), STAGES, cols)
+    names: tuple[str, ...] = (*net.names, REDUCE_ENGINE, HBM_ENGINE)
+    stages: tuple[str, ...] = STAGES
+    if at_switch(net, program):  # reductions at a switch: their ports' engines, their stage
+        names, stages = switch_log(net, program, route_of, op, cols, names, stages)
+    return OpLog.from_columns(names, stages, cols)
 
 
 def arrival_ps(net: Network, log: OpLog) -> dict[int, int]:

@@ -62,6 +62,9 @@ class Network:
     # what the one-value properties give on a network without links (one chip): dimension
     # 0's bandwidth and latency, as a one-chip topology states them
     idle: tuple[Fraction, int] = (Fraction(0), 0)
+    # per switch node (node - chips), its dimension's switch_reduce_gbs; () when no switch
+    # reduces (ADR 0021 decision 3, sim.fabric.switch_ops)
+    switch_reduce_bws: tuple[Fraction, ...] = ()
 
     @property
     def uniform(self) -> bool:
@@ -235,6 +238,10 @@ def build_network(topo: Topology) -> Network:
     dims = dimensions_of(topo.chips)
     net = build_dimensions(dims)
     kind = _kind(dims)
+    # switch nodes are numbered dimension by dimension, group by group (dimensions.py)
+    rates = [
+        d.switch_reduce_bw for d in dims if d.shape == "switch" for _ in range(net.chips // d.size)
+    ]
     return Network(
         kind=kind,
         chips=net.chips,
@@ -250,6 +257,7 @@ def build_network(topo: Topology) -> Network:
         parallel=net.parallel if any(len(g) > 1 for g in net.parallel) else (),
         sizes=tuple(d.size for d in dims),
         idle=(dims[0].link_bw, dims[0].link_latency_ps),
+        switch_reduce_bws=tuple(rates) if any(rates) else (),
     )
 
 

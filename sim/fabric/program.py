@@ -138,6 +138,8 @@ def op_routes(net: Network, program: FabricProgram) -> list[tuple[int, ...]]:
     """Per op: the links it crosses (a transfer: its pair's route on its lane), or ``()``."""
     routes = net.routes
     lanes = lanes_of(program)
+    if max(program.src, default=0) >= net.chips or max(program.dst, default=0) >= net.chips:
+        return _node_routes(net, program, lanes)  # ops at a switch (sim.fabric.switch_ops)
     if not any(lanes):
         return [
             routes[s][d] if k == TRANSFER else ()
@@ -147,3 +149,23 @@ def op_routes(net: Network, program: FabricProgram) -> list[tuple[int, ...]]:
         net.route(s, d, lane) if k == TRANSFER else ()
         for k, s, d, lane in zip(program.kind, program.src, program.dst, lanes, strict=True)
     ]
+
+
+def _node_routes(net: Network, program: FabricProgram, lanes: list[int]) -> list[tuple[int, ...]]:
+    """:func:`op_routes` of a program that names switch nodes: a transfer to or from a switch
+    crosses the one link between its two nodes, on its lane; chip to chip, its route."""
+    lane0: dict[tuple[int, int], int] = {}
+    for k, uv in enumerate(net.links):  # lane 0's links come first
+        lane0.setdefault(uv, k)
+    out: list[tuple[int, ...]] = []
+    for i, (k, s, d) in enumerate(zip(program.kind, program.src, program.dst, strict=True)):
+        if k != TRANSFER:
+            out.append(())
+        elif s < net.chips and d < net.chips:
+            out.append(net.route(s, d, lanes[i]))
+        elif (s, d) not in lane0:
+            raise ValueError(f"op {i}: transfer {s}->{d} names a switch it has no link with")
+        else:
+            g = net.parallel[lane0[s, d]] if net.parallel else (lane0[s, d],)
+            out.append((g[lanes[i] % len(g)],))
+    return out

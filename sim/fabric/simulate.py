@@ -43,6 +43,10 @@ links that differ the slowest of them bounds it from below (a scale-out path's c
 its NIC). The full reverse path (a sum) would be more physical on multi-hop routes; it
 would move every multi-hop baseline, so it is left to an ADR that takes that on purpose.
 On a uniform network with every op on lane 0 all of this is today's rules, bit for bit.
+
+Ops may also sit at a **switch node** (ADR 0021 decision 3): transfers to and from it, a
+reduction on the reduce engine of the port its data came in by, a copy that only forwards;
+their rules are in :mod:`sim.fabric.switch_ops`.
 """
 
 from __future__ import annotations

@@ -202,12 +202,15 @@ def test_routes_are_dimension_ordered(dims: tuple[DimensionConfig, ...]) -> None
                 assert a < p and nodes[nodes.index(b) + 1] < p
 
 
-def test_the_ring_tie_is_todays_inside_a_dimension() -> None:
-    """On a 4-ring dimension a tie goes up from the lower position, down from the higher."""
+def test_the_ring_tie_goes_by_the_senders_position_parity_inside_a_dimension() -> None:
+    """On a 4-ring dimension a tie goes up from an even position, down from an odd one
+    (ADR 0022): the position in the dimension counts, not the chip id."""
     net = build_network(_with_dims(_dim("fully_connected", 2), _dim("ring", 4)))
     up = [net.links[k] for k in net.route(0, 4)]  # positions 0 -> 2 of the ring, stride 2
-    down = [net.links[k] for k in net.route(4, 0)]
-    assert up == [(0, 2), (2, 4)] and down == [(4, 2), (2, 0)]
+    also_up = [net.links[k] for k in net.route(4, 0)]  # position 2 is even too
+    down = [net.links[k] for k in net.route(2, 6)]  # position 1 -> 3: odd, down through 0
+    assert up == [(0, 2), (2, 4)] and also_up == [(4, 6), (6, 0)]
+    assert down == [(2, 0), (0, 6)]
 
 
 def test_switch_nodes_and_names() -> None:

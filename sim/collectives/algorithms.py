@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sim.collectives.hierarchical import HIERARCHICAL_ALGORITHMS, hierarchical_schedule
 from sim.collectives.schedule import (
     ALGORITHMS,
     COLLECTIVES,
@@ -233,6 +234,10 @@ def build_schedule(
     network: Network | None = None,
 ) -> Schedule:
     """The schedule of one collective of ``nbytes`` on ``topo.chips``."""
+    if algorithm in HIERARCHICAL_ALGORITHMS:  # on chips.dimensions: sim.collectives.hierarchical
+        return hierarchical_schedule(
+            topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=network
+        )
     if algorithm not in _BUILDERS:
         raise CollectiveError(
             f"unknown algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}"

@@ -223,6 +223,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
         [
             "schedule",
             "trees",
+            "hierarchical",
             "algorithms",
             "compile",
             "verify",
@@ -232,6 +233,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
             "steps",
             "pipeline",
             "one_port",
+            "per_dimension",
             "bounds",
             "critical_path",
             "model",

@@ -7,6 +7,8 @@ Modules, each with one job:
 * :mod:`~sim.collectives.schedule`: names, messages, schedules, errors;
 * :mod:`~sim.collectives.trees`: NCCL's binary and double binary trees;
 * :mod:`~sim.collectives.algorithms`: the schedule of each algorithm;
+  :mod:`~sim.collectives.hierarchical`: ``hierarchical`` and ``tree_ring`` on a network of
+  dimensions (:mod:`~sim.collectives.per_dimension`: their model and the bounds there);
 * :mod:`~sim.collectives.compile`: a schedule as a fabric program (chunks, dependencies);
 * :mod:`~sim.collectives.verify`: the functional check (the op log replayed on exact data);
 * :mod:`~sim.collectives.run`: :func:`allreduce`, :func:`reduce_scatter`, :func:`all_gather`;
@@ -17,9 +19,9 @@ Modules, each with one job:
   textbook times.
 
 Imports run one way: a module imports only modules listed before it in ``schedule``,
-``trees``, ``algorithms``, ``compile``, ``verify``, ``run``, ``metrics`` (a run), ``steps``,
-``pipeline``, ``one_port``, ``bounds``, ``critical_path``, ``model`` (the model: nothing a
-run needs imports it). Outside the package: :mod:`sim.fabric` (its package, not its
+``trees``, ``hierarchical``, ``algorithms``, ``compile``, ``verify``, ``run``, ``metrics`` (a
+run), ``steps``, ``pipeline``, ``one_port``, ``per_dimension``, ``bounds``, ``critical_path``,
+``model`` (the model: nothing a run needs imports it). Outside the package: :mod:`sim.fabric` (its package, not its
 modules), ``sim.topology``, ``sim.limits``, ``sim.errors`` and ``sim.oplog``.
 """
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.collectives.per_dimension import dimension_bounds_ps
 from sim.collectives.schedule import (
     ALGORITHMS,
     CollectiveError,
@@ -68,6 +69,9 @@ def bounds_ps(topo: Topology, nbytes: int, collective: str = "allreduce") -> Bou
     p = net.chips
     if p <= 1 or nbytes == 0:
         return Bounds(0.0, 0.0, 0.0, 0.0)
+    if not net.uniform:  # links differ by dimension: sim.collectives.per_dimension
+        d = dimension_bounds_ps(topo, nbytes, collective)
+        return Bounds(d.bandwidth, d.latency, d.reduce, d.hbm)
     c = model_costs(topo, None)
     degree = max(len(net.out_links(x)) for x in range(p))
     share = (p - 1) / p * nbytes

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from sim.collectives.bounds import textbook_ps
 from sim.collectives.critical_path import critical_path
 from sim.collectives.one_port import one_port_ps
+from sim.collectives.per_dimension import HIERARCHICAL_ALGORITHMS, model_fields
 from sim.collectives.pipeline import busiest_resources, chunk_pipeline
 from sim.collectives.schedule import (
     COLLECTIVES,
@@ -111,6 +112,8 @@ def model(
     """The model of one collective: the largest of its terms (module docstring)."""
     if collective not in COLLECTIVES:
         raise CollectiveError(f"unknown collective {collective!r}; use {', '.join(COLLECTIVES)}")
+    if algorithm in HIERARCHICAL_ALGORITHMS:  # per-dimension: sim.collectives.per_dimension
+        return CollectiveModel(**model_fields(topo, algorithm, nbytes, collective, chunk_bytes))  # type: ignore[arg-type]
     if collective != "allreduce" and algorithm != "ring":
         raise CollectiveError(f"{collective} is modelled for algorithm='ring' only")
     net = build_network(topo)

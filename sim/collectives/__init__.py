@@ -21,8 +21,8 @@ Modules, each with one job:
 Imports run one way: a module imports only modules listed before it in ``schedule``,
 ``trees``, ``hierarchical``, ``algorithms``, ``compile``, ``verify``, ``run``, ``metrics`` (a
 run), ``steps``, ``pipeline``, ``one_port``, ``per_dimension``, ``bounds``, ``critical_path``,
-``model`` (the model: nothing a run needs imports it). Outside the package: :mod:`sim.fabric` (its package, not its
-modules), ``sim.topology``, ``sim.limits``, ``sim.errors`` and ``sim.oplog``.
+``model`` (the model: nothing a run needs imports it). Outside the package: :mod:`sim.fabric`
+(its package, not its modules), ``sim.topology``, ``sim.limits``, ``sim.errors`` and ``sim.oplog``.
 """
 
 from __future__ import annotations

@@ -165,7 +165,7 @@ def test_reduce_scatter_leaves_each_chip_the_part_its_digits_name() -> None:
 
 def test_bad_requests_are_one_clear_error() -> None:
     flat = BASE  # one ring dimension
-    with pytest.raises(ar.CollectiveError, match="tree_ring needs chips.dimensions"):
+    with pytest.raises(ar.CollectiveError, match=r"tree_ring needs chips\.dimensions"):
         ar.build_schedule(flat, 4096, "tree_ring")
     topo = _with_dims(*SHAPES[0])
     with pytest.raises(ar.CollectiveError, match="algorithm='hierarchical'"):

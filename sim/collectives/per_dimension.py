@@ -12,8 +12,11 @@ reduce_gbs``) or moves through its HBM. A message may leave once the data it sen
 in: the step that last wrote its elements on the sender, ``alpha`` after that step started,
 plus the share of that step's time before those elements (chunks stream, so a ring's next
 step follows its chunk, not the whole message), plus one burst ``g``; it cannot end before
-its data has all come in. A step starts when its data is ready and its links and engines
-are free (a resource serves one step at a time), and ends ``beta_i`` later at the earliest:
+its data has all come in; a pair's chunks wait for the receiver's staging buffers, which
+fly back after the chunk they held is consumed (``k`` chunks through ``b`` buffers take
+``k / b`` credit round trips at least). A step starts when its data is ready and its links
+and engines are free (a resource serves one step at a time), and ends ``beta_i`` later at
+the earliest:
 
     ready_i = max over messages of  start_j + alpha_j + g + lo_frac * (end_j - start_j)
     start_i = max(ready_i, free(links and engines of step i))
@@ -115,6 +118,7 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
         plans = []
         work: dict[object, float] = {}
         count: dict[int, int] = {}  # messages per link in this step (they take turns by chunk)
+        pair_chunks: dict[tuple[int, int], int] = {}
         for m in step:
             for x in net.routes[m.src][m.dst]:
                 count[x] = count.get(x, 0) + 1
@@ -131,7 +135,8 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
             )
             used = credits.setdefault((m.src, m.dst), [])
             ready = used[len(used) - buffers] if len(used) >= buffers else 0.0
-            last = used[len(used) + k - 1 - buffers] if len(used) + k - 1 >= buffers else 0.0
+            back = len(used) + k - 1 - buffers  # the buffer its last chunk waits for
+            last = used[min(back, len(used) - 1)] if back >= 0 and used else 0.0
             mine = written[m.src]
             if m.fresh or not any(lo < m.hi and m.lo < hi for lo, hi, _r in mine):
                 key = ("hbm", m.src)  # the chip's own input: read from HBM
@@ -144,6 +149,7 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
                         break
             start = max([ready, *(free.get(x, 0.0) for x in route)])
             plans.append((m, uses, alpha, start, last, k))
+            pair_chunks[m.src, m.dst] = pair_chunks.get((m.src, m.dst), 0) + k
             for y, w in uses.items():
                 work[y] = work.get(y, 0.0) + w
         begin: dict[object, float] = {}
@@ -155,6 +161,11 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
         first_start, last_end, top_alpha = math.inf, 0.0, 0.0
         for m, uses, alpha, start, last, k in plans:
             end = max([last, *(free[y] for y in uses)])
+            both = pair_chunks[m.src, m.dst]  # the pair's chunks in this step share buffers
+            if both > buffers:  # a window of `buffers` chunks per credit round trip
+                back = max(net.link_latencies_ps[x] for x in net.routes[m.src][m.dst])
+                piece = max(uses[x] for x in net.routes[m.src][m.dst]) / k
+                end = max(end, start + both / buffers * (alpha + piece + g + back))
             share = max((count[x] for x in net.routes[m.src][m.dst]), default=1)
             recs.append((start, end, alpha, k, share))
             written[m.dst].append((m.lo, m.hi, len(recs) - 1))

@@ -315,6 +315,16 @@ def test_the_per_dimension_model_is_near_the_simulator(
     assert m.textbook_ps >= m.time_ps
 
 
+def test_the_model_follows_messages_of_more_chunks_than_staging_buffers() -> None:
+    """A message of more chunks than the receiver has staging buffers waits for its own
+    earlier chunks' buffers: the model stays near the simulator there too."""
+    topo = _with_dims(*SHAPES[0])
+    n = 4 * 64 * 1024 * topo.chips.count
+    sim_ps = ar.run_collective(topo, n, "hierarchical", chunk_bytes=1024).time_ps
+    model_ps = dimension_model_ps(topo, "hierarchical", n, chunk_bytes=1024).time_ps
+    assert abs(model_ps / sim_ps - 1) < 0.15, (model_ps, sim_ps)
+
+
 # --- the preset ---------------------------------------------------------------------------------
 
 TAG = re.compile(r"#\s*\[(datasheet|paper|nccl|measured|model): [^\]]+\]")

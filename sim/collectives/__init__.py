@@ -8,6 +8,8 @@ Modules, each with one job:
 * :mod:`~sim.collectives.trees`: NCCL's binary and double binary trees;
 * :mod:`~sim.collectives.channels`: the directed rings (and lanes) of a ring's channels;
 * :mod:`~sim.collectives.algorithms`: the schedule of each algorithm;
+  :mod:`~sim.collectives.hierarchical`: ``hierarchical`` and ``tree_ring`` on a network of
+  dimensions (:mod:`~sim.collectives.per_dimension`: their model and the bounds there);
 * :mod:`~sim.collectives.compile`: a schedule as a fabric program (chunks, dependencies);
 * :mod:`~sim.collectives.nvls`, :mod:`~sim.collectives.nvls_program`: ``nvls``, the
   allreduce on a switch that reduces (ADR 0021 decision 3), its schedule and its program;
@@ -23,11 +25,12 @@ Modules, each with one job:
   textbook times.
 
 Imports run one way: a module imports only modules listed before it in ``schedule``,
-``trees``, ``channels``, ``nvls``, ``algorithms``, ``compile``, ``nvls_program``, ``verify``,
-``budget``, ``protocols``, ``run``, ``metrics`` (a run), ``steps``, ``pipeline``, ``one_port``,
-``nvls_model``, ``bounds``, ``critical_path``, ``model`` (the model: nothing a run needs
-imports it). Outside the package: :mod:`sim.fabric` (its package, not its modules),
-``sim.topology``, ``sim.limits``, ``sim.errors`` and ``sim.oplog``.
+``trees``, ``channels``, ``nvls``, ``hierarchical``, ``algorithms``, ``compile``,
+``nvls_program``, ``verify``, ``budget``, ``protocols``, ``run``, ``metrics`` (a run),
+``steps``, ``pipeline``, ``one_port``, ``nvls_model``, ``per_dimension``, ``bounds``,
+``critical_path``, ``model`` (the model: nothing a run needs imports it). Outside the package:
+:mod:`sim.fabric` (its package, not its modules), ``sim.topology``, ``sim.limits``,
+``sim.errors`` and ``sim.oplog``.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sim.collectives.channels import Channel, resolve_channels, ring_channels
+from sim.collectives.hierarchical import HIERARCHICAL_ALGORITHMS, hierarchical_schedule
 from sim.collectives.nvls import NVLS, nvls_steps
 from sim.collectives.schedule import (
     ALGORITHMS,
@@ -253,6 +254,10 @@ def build_schedule(
     """The schedule of one collective of ``nbytes`` on ``topo.chips``; a ring runs on
     ``channels`` directed rings (None: ``collectives.channels``; :mod:`sim.collectives.channels`).
     """
+    if algorithm in HIERARCHICAL_ALGORITHMS:  # on chips.dimensions: sim.collectives.hierarchical
+        return hierarchical_schedule(
+            topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=network
+        )
     if algorithm not in _BUILDERS:
         raise CollectiveError(
             f"unknown algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}"

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.collectives.nvls_model import machine_sent_bytes
+from sim.collectives.per_dimension import dimension_bounds_ps
 from sim.collectives.protocols import candidates, requested_protocol
 from sim.collectives.schedule import (
     ALGORITHMS,
@@ -80,6 +81,9 @@ def bounds_ps(
     launch = float(cfg.launch_ps)
     if p <= 1 or nbytes == 0:
         return Bounds(launch, launch, launch, launch)
+    if not net.uniform:  # links differ by dimension: sim.collectives.per_dimension
+        d = dimension_bounds_ps(topo, nbytes, collective)
+        return Bounds(d.bandwidth + launch, d.latency + launch, d.reduce + launch, d.hbm + launch)
     chosen = requested_protocol(cfg, protocol)
     names = candidates(chosen)
     efficiency = max(float(cfg.protocols(x).efficiency_exact) for x in names)

@@ -63,7 +63,7 @@ from sim.fabric import (
     simulate_fabric,
 )
 from sim.oplog import OpLog
-from sim.topology import Topology
+from sim.topology import Topology, dimensions_of
 
 I64 = npt.NDArray[np.int64]
 
@@ -93,6 +93,9 @@ def ring_case(
     gives the errors of bad arguments)."""
     p, bpe = topo.chips.count, topo.bpe
     if algorithm != "ring" or collective not in COLLECTIVES or topo.chips.topology != "ring":
+        return None
+    dims = dimensions_of(topo.chips)
+    if len(dims) != 1 or dims[0].links != 1:  # one ring of single links: the case proved
         return None
     if type(nbytes) is not int or nbytes <= 0 or nbytes % bpe or p < 3:
         return None

@@ -68,6 +68,7 @@ from sim.collectives.critical_path import critical_path
 from sim.collectives.nvls import NVLS
 from sim.collectives.nvls_model import nvls_model
 from sim.collectives.one_port import one_port_ps
+from sim.collectives.per_dimension import HIERARCHICAL_ALGORITHMS, model_fields
 from sim.collectives.pipeline import busiest_resources, chunk_pipeline
 from sim.collectives.protocols import (
     choose_protocol,
@@ -135,6 +136,8 @@ def model(
     docstring); ``protocol`` and ``channels`` override ``topo.collectives`` as in a run."""
     if collective not in COLLECTIVES:
         raise CollectiveError(f"unknown collective {collective!r}; use {', '.join(COLLECTIVES)}")
+    if algorithm in HIERARCHICAL_ALGORITHMS:  # per-dimension: sim.collectives.per_dimension
+        return CollectiveModel(**model_fields(topo, algorithm, nbytes, collective, chunk_bytes))  # type: ignore[arg-type]
     if collective != "allreduce" and algorithm != "ring":
         raise CollectiveError(f"{collective} is modelled for algorithm='ring' only")
     if algorithm == NVLS:  # a switch that reduces: sim.collectives.nvls_model

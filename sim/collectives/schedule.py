@@ -28,6 +28,7 @@ ALGORITHMS: tuple[Algorithm, ...] = (
     "double_binary_tree",
     "torus2d",
 )
+HierarchicalAlgorithm = Literal["hierarchical", "tree_ring"]  # sim.collectives.hierarchical
 
 
 COLLECTIVES: tuple[Collective, ...] = ("allreduce", "reduce_scatter", "all_gather")

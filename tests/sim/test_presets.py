@@ -11,7 +11,7 @@ import pytest
 from sim import allreduce, load_topology
 from sim.topology import TOPOLOGY_DIR
 
-PRESETS = ["mi300x-8", "mi350x-8", "h100-sxm-8"]
+PRESETS = ["mi300x-8", "mi350x-8", "h100-sxm-8", "h100-sxm-8x4"]
 KINDS = ("datasheet", "paper", "nccl", "rccl", "measured", "calibrated", "model")
 VALUE = re.compile(r"^\s*(- )?[a-z_0-9]+:\s*[^\s#]")  # a key with a value on its line
 TAG = re.compile(r"#\s*\[(" + "|".join(KINDS) + r"): [^\]]+\]")

@@ -1,0 +1,308 @@
+"""Hierarchical collectives on a network of dimensions (docs/adr/0021 decision 5; the
+cluster-scale issue): the schedules ASTRA-sim and NCCL run on multi-dimensional systems.
+
+Chip ``c = i0 + s0 * (i1 + s1 * ...)`` (dimension 0 fastest); a *group* of dimension ``d``
+is the ``s_d`` chips that differ only in digit ``d`` (:mod:`sim.fabric.dimensions`).
+
+* ``hierarchical`` (ASTRA-sim's multi-dimensional allreduce): reduce-scatter along dimension
+  0 inside every group, so the chip with digit ``i0`` holds part ``i0`` of the vector summed
+  over its group; then along dimension 1 on that part (sub-part ``i1``), and so on up to the
+  last dimension; then all-gather back down, last dimension first. Each dimension runs a
+  ring inside every group on a ``ring`` dimension and a one-step direct exchange on a
+  ``fully_connected`` or ``switch`` one (:func:`dimension_algorithms`). One half of the
+  vector goes the positive way round every ring, the other half the negative way, so on
+  two ring dimensions this is the ``torus2d`` schedule, message for message.
+  ``reduce_scatter`` runs the way up (chip ``c`` ends with the nested part its digits name,
+  one per half: :func:`hierarchical_shares`), ``all_gather`` the way down.
+* ``tree_ring`` (NCCL's inter-node tree, ``src/graph/tuning.cc``: a double binary tree
+  across nodes, rings inside a node): the way up on every dimension but the last, then an
+  allreduce of each chip's part along the last dimension by NCCL's double binary tree
+  (:func:`sim.collectives.trees.double_binary_tree` over the group's digit order; one tree
+  per rail, i.e. per group of the last dimension: chip ``i`` of every node), half 0 on tree
+  0 and half 1 on tree 1, reduce up by height and broadcast down by depth; then the way
+  down on the inner dimensions. Allreduce only.
+
+The schedules are plain :class:`~sim.collectives.schedule.Schedule` steps, so the compile,
+the timing and the functional check (``#wrong`` from the data that travelled) are the ones
+of every other algorithm.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from sim.collectives.schedule import (
+    CollectiveError,
+    HierarchicalAlgorithm,
+    Message,
+    Range,
+    Schedule,
+)
+from sim.collectives.trees import double_binary_tree, tree_levels
+from sim.fabric import Network, build_network
+from sim.topology import DimensionConfig, Topology, dimensions_of
+
+__all__ = [
+    "HIERARCHICAL_ALGORITHMS",
+    "dimension_algorithms",
+    "dimension_groups",
+    "hierarchical_schedule",
+    "hierarchical_shares",
+]
+
+HIERARCHICAL_ALGORITHMS: tuple[HierarchicalAlgorithm, ...] = ("hierarchical", "tree_ring")
+
+Steps = list[list[Message]]
+Ring = tuple[Sequence[int], Sequence[Range]]  # chips in ring order, range owned per position
+
+
+def _ranges(lo: int, hi: int, parts: int) -> list[Range]:
+    """``[lo, hi)`` in ``parts`` near-equal ranges, cut as :mod:`sim.collectives.algorithms`
+    cuts them (recursive halving for a power of two), so torus2d's parts are these."""
+    if parts & (parts - 1) == 0:
+        if parts == 1:
+            return [(lo, hi)]
+        mid = (lo + hi) // 2
+        return _ranges(lo, mid, parts // 2) + _ranges(mid, hi, parts // 2)
+    q, r = divmod(hi - lo, parts)
+    out, at = [], lo
+    for i in range(parts):
+        size = q + (i < r)
+        out.append((at, at + size))
+        at += size
+    return out
+
+
+def _ring_pass(rings: Sequence[Ring], lag: int, reduce: bool) -> Steps:
+    """n-1 steps around each ring: at step s position q sends range (q-lag-s) to q+1."""
+    n = len(rings[0][0]) if rings else 0
+    return [
+        [
+            Message(chips[q], chips[(q + 1) % n], *ranges[(q - lag - s) % n], reduce)
+            for chips, ranges in rings
+            for q in range(n)
+        ]
+        for s in range(n - 1)
+    ]
+
+
+def _zip(*parts: Steps) -> Steps:
+    """Steps of independent schedules run side by side (step i = every part's step i)."""
+    return [[m for p in parts if i < len(p) for m in p[i]] for i in range(max(map(len, parts)))]
+
+
+def dimension_groups(sizes: Sequence[int], d: int) -> list[list[int]]:
+    """The groups of dimension ``d``, by their first chip, each in digit order."""
+    p, stride, s = math.prod(sizes), math.prod(sizes[:d]), sizes[d]
+    return [[base + i * stride for i in range(s)] for base in range(p) if (base // stride) % s == 0]
+
+
+def _digit(chip: int, sizes: Sequence[int], d: int) -> int:
+    return (chip // math.prod(sizes[:d])) % sizes[d]
+
+
+def dimension_algorithms(dims: Sequence[DimensionConfig]) -> tuple[str, ...]:
+    """What each dimension runs inside its groups: ``ring`` on a ring dimension, ``direct``
+    (one step, every chip to every other) on a fully connected or switch one."""
+    return tuple("ring" if d.shape == "ring" else "direct" for d in dims)
+
+
+class _Half:
+    """One half of the vector on its way through the dimensions: the range each chip holds,
+    and for each dimension passed on the way up, its groups' parts (to come back down)."""
+
+    def __init__(self, sizes: Sequence[int], rng: Range, positive: bool) -> None:
+        self.sizes = sizes
+        self.held = [rng] * math.prod(sizes)
+        self.positive = positive
+
+    def way(self, chips: list[int]) -> list[int]:
+        return chips if self.positive else chips[::-1]
+
+    def split(self, d: int) -> list[tuple[list[int], list[Range]]]:
+        """Each group of dimension ``d`` with the parts of the range its chips hold (part
+        ``i`` for digit ``i``); afterwards each chip holds its part."""
+        out = []
+        for group in dimension_groups(self.sizes, d):
+            parts = _ranges(*self.held[group[0]], len(group))
+            out.append((group, parts))
+            for i, c in enumerate(group):
+                self.held[c] = parts[i]
+        return out
+
+    def merge(self, d: int) -> list[tuple[list[int], list[Range]]]:
+        """The inverse of :meth:`split`: each group of ``d`` with its chips' parts, after
+        which each chip holds the union (the range its group held before the split)."""
+        out = []
+        for group in dimension_groups(self.sizes, d):
+            parts = [self.held[c] for c in group]
+            out.append((group, parts))
+            for c in group:
+                self.held[c] = (parts[0][0], parts[-1][1])
+        return out
+
+    def reduce_scatter(self, d: int, algo: str) -> Steps:
+        split = self.split(d)
+        if algo == "ring":
+            rings = [(self.way(g), [parts[g.index(x)] for x in self.way(g)]) for g, parts in split]
+            return _ring_pass(rings, 1, True)
+        step = [
+            Message(x, y, *parts[j], True)
+            for g, parts in split
+            for i, x in enumerate(g)
+            for j, y in enumerate(g)
+            if i != j
+        ]
+        return [step] if step else []
+
+    def all_gather(self, d: int, algo: str) -> Steps:
+        merged = self.merge(d)
+        if algo == "ring":
+            rings = [(self.way(g), [parts[g.index(x)] for x in self.way(g)]) for g, parts in merged]
+            return _ring_pass(rings, 0, False)
+        step = [
+            Message(x, y, *parts[i], False)
+            for g, parts in merged
+            for i, x in enumerate(g)
+            for j, y in enumerate(g)
+            if i != j
+        ]
+        return [step] if step else []
+
+    def tree(self, d: int, which: int) -> Steps:
+        """Allreduce of each chip's range along dimension ``d`` by tree ``which`` of NCCL's
+        double binary tree over each group's digit order: reduce up by height (leaves
+        first), then broadcast down by depth."""
+        groups = dimension_groups(self.sizes, d)
+        s = self.sizes[d]
+        parent = double_binary_tree(s)[which]
+        depth, height = tree_levels(parent)
+        up = [
+            [
+                Message(g[r], g[parent[r]], *self.held[g[r]], True)
+                for g in groups
+                for r in range(s)
+                if height[r] == h and parent[r] >= 0
+            ]
+            for h in range(max(height, default=0))
+        ]
+        down = [
+            [
+                Message(g[parent[r]], g[r], *self.held[g[r]], False)
+                for g in groups
+                for r in range(s)
+                if depth[r] == k
+            ]
+            for k in range(1, max(depth, default=0) + 1)
+        ]
+        return [st for st in up if st] + down
+
+
+def _halves(count: int) -> list[Range]:
+    return _ranges(0, count, 2)
+
+
+def hierarchical_shares(sizes: Sequence[int], count: int) -> tuple[tuple[Range, ...], ...]:
+    """Per chip, per half: the nested part its digits name (what ``hierarchical``
+    reduce-scatter leaves on it and all-gather starts from)."""
+    halves = []
+    for h, rng in enumerate(_halves(count)):
+        half = _Half(sizes, rng, h == 0)
+        for d in range(len(sizes)):
+            half.split(d)
+        halves.append(half.held)
+    return tuple(tuple(held[c] for held in halves) for c in range(math.prod(sizes)))
+
+
+def _steps(
+    algorithm: str,
+    collective: str,
+    sizes: Sequence[int],
+    algos: Sequence[str],
+    count: int,
+) -> Steps:
+    inner = len(sizes) - 1 if algorithm == "tree_ring" else len(sizes)
+    per_half = []
+    for h, rng in enumerate(_halves(count)):
+        half = _Half(sizes, rng, h == 0)
+        steps: Steps = []
+        if collective == "all_gather":
+            for d in range(len(sizes)):
+                half.split(d)  # start from the shares, no messages
+        else:
+            for d in range(inner):
+                steps += half.reduce_scatter(d, algos[d])
+        if algorithm == "tree_ring":
+            steps += half.tree(len(sizes) - 1, h)
+        if collective != "reduce_scatter":
+            for d in reversed(range(inner)):
+                steps += half.all_gather(d, algos[d])
+        per_half.append(steps)
+    return _zip(*per_half)
+
+
+def hierarchical_schedule(
+    topo: Topology,
+    nbytes: int,
+    algorithm: str = "hierarchical",
+    collective: str = "allreduce",
+    *,
+    chunk_bytes: int | None = None,
+    network: Network | None = None,
+    per_dimension: Sequence[str] | None = None,
+) -> Schedule:
+    """The schedule of a ``hierarchical`` or ``tree_ring`` collective of ``nbytes`` on
+    ``topo``'s dimensions (module docstring). ``per_dimension``: ``ring`` or ``direct`` for
+    each dimension (default :func:`dimension_algorithms`)."""
+    if algorithm not in HIERARCHICAL_ALGORITHMS:
+        raise CollectiveError(
+            f"algorithm {algorithm!r} is not hierarchical; use one of "
+            f"{', '.join(HIERARCHICAL_ALGORITHMS)}"
+        )
+    if collective not in ("allreduce", "reduce_scatter", "all_gather"):
+        raise CollectiveError(
+            f"unknown collective {collective!r}; use allreduce, reduce_scatter or all_gather"
+        )
+    dims = dimensions_of(topo.chips)
+    if algorithm == "tree_ring" and collective != "allreduce":
+        raise CollectiveError(
+            f"tree_ring is an allreduce; run {collective} with algorithm='hierarchical'"
+        )
+    if algorithm == "tree_ring" and len(dims) < 2:
+        raise CollectiveError(
+            "tree_ring needs chips.dimensions with at least two dimensions (rings inside a "
+            f"node, a tree across nodes), not {len(dims)}; use 'double_binary_tree' or 'ring'"
+        )
+    algos = tuple(per_dimension) if per_dimension is not None else dimension_algorithms(dims)
+    if len(algos) != len(dims) or any(a not in ("ring", "direct") for a in algos):
+        raise CollectiveError(
+            f"per_dimension = {algos!r}: give 'ring' or 'direct' for each of the "
+            f"{len(dims)} dimensions"
+        )
+    bpe = topo.bpe
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0 or nbytes % bpe:
+        raise CollectiveError(
+            f"message size {nbytes!r} bytes is not a whole number of {bpe}-byte elements; "
+            f"use a non-negative multiple of dtype.bytes_per_element ({bpe})"
+        )
+    chunk = topo.chips.chunk_bytes if chunk_bytes is None else chunk_bytes
+    if chunk < bpe:
+        raise CollectiveError(f"chunk size {chunk} bytes is smaller than one element ({bpe} B)")
+    chunk -= chunk % bpe
+    net = network or build_network(topo)
+    sizes = tuple(d.size for d in dims)
+    p, count = net.chips, nbytes // bpe
+    steps = _steps(algorithm, collective, sizes, algos, count) if p > 1 else []
+    shares = hierarchical_shares(sizes, count) if collective != "allreduce" else ()
+    return Schedule(
+        collective=collective,  # type: ignore[arg-type]
+        algorithm=algorithm,  # type: ignore[arg-type]
+        chips=p,
+        count=count,
+        bytes_per_element=bpe,
+        chunk_bytes=chunk,
+        steps=tuple(t for t in (tuple(m for m in s if m.hi > m.lo) for s in steps) if t),
+        shares=shares,
+        depth=max(1, topo.chips.staging_buffers // 2),
+    )

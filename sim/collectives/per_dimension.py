@@ -1,0 +1,294 @@
+"""The per-dimension alpha-beta model and the lower bounds of a collective on a network of
+dimensions (docs/adr/0021; the cluster-scale issue), where links differ in bandwidth and
+latency from one dimension to the next, so the one-value model of
+:mod:`sim.collectives.steps` (``model_costs``) refuses them.
+
+**Model** (:func:`dimension_model_ps`). The algorithm's own schedule, step by step. Step
+``i`` costs ``alpha_i``, the longest route latency of its messages (each hop's
+``link_latency_ns``, plus ``nic_latency_ns`` at both ends of a switch traversal), and
+``beta_i``, its busiest resource: the bytes a link carries in the step over that link's
+bandwidth (the dimension's ``link_bw_gbs``), or the bytes a chip reduces (``1 /
+reduce_gbs``) or moves through its HBM. A message may leave once the data it sends has come
+in: the step that last wrote its elements on the sender, ``alpha`` after that step started,
+plus the share of that step's time before those elements (chunks stream, so a ring's next
+step follows its chunk, not the whole message), plus one burst ``g``; it cannot end before
+its data has all come in; a pair's chunks wait for the receiver's staging buffers, which
+fly back after the chunk they held is consumed (``k`` chunks through ``b`` buffers take
+``k / b`` credit round trips at least). A step starts when its data is ready and its links
+and engines are free (a resource serves one step at a time), and ends ``beta_i`` later at
+the earliest:
+
+    ready_i = max over messages of  start_j + alpha_j + g + lo_frac * (end_j - start_j)
+    start_i = max(ready_i, free(links and engines of step i))
+    end_i   = max(start_i + beta_i, last_i),  last_i = max end_j + alpha_j + g over its data
+
+and the collective ends when the last step's data has arrived: ``max_i end_i + alpha_i + g``.
+On a ring of ``S`` steps of ``m`` bytes this is ``S max(alpha, m beta) + min(alpha, m beta)``
+up to ``g``: ``steps x (latency + NIC) + bytes / bandwidth`` where latency dominates, the
+pipelined bandwidth term where bytes do.
+
+**Bounds** (:func:`dimension_bounds_ps`), true for any schedule of the collective on the
+machine (no run can beat them):
+
+* bandwidth, per level ``k`` (``k = 0``: each chip alone; ``k >= 1``: each *block* of the
+  ``B`` chips spanned by dimensions ``0..k-1``, ``N = p / B`` blocks): every element of an
+  allreduce must cross between blocks at least ``2 (N - 1)`` times in all (one-way
+  gossip: ``N - 1`` transfers to combine ``N`` inputs and ``N - 1`` to spread the result;
+  a block's inside is free), through the ``N B`` chips' links of dimensions ``>= k``:
+  ``2 (N-1)/N n / (B sum_{d>=k} out_bw_d)``. When a switch of those dimensions reduces
+  (``switch_reduce_gbs > 0``) only ``n`` must leave each block: ``n / (B sum out_bw)``.
+  ``reduce_scatter`` and ``all_gather``: ``(N-1)/N n`` must leave (reach) each block.
+* latency: the longest shortest route (dimension-ordered routes are shortest: a digit
+  changes only on its own dimension's links, a ring digit by one per hop).
+* reduce: ``(p-1)/p n / reduce_gbs`` (``p - 1`` additions per element over ``p``
+  engines; 0 when a switch reduces); HBM: each chip reads its input and writes its result
+  once: ``2 n`` (allreduce), ``n + n/p`` (reduce_scatter), ``n`` (all_gather: its own block
+  stays in place, it reads ``n/p`` and writes the rest).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sim.collectives.algorithms import build_schedule
+from sim.collectives.compile import chunks
+from sim.collectives.hierarchical import HIERARCHICAL_ALGORITHMS, dimension_groups
+from sim.collectives.schedule import CollectiveError, Range, Schedule
+from sim.fabric import Network, build_network
+from sim.topology import Topology, dimensions_of
+
+__all__ = [
+    "HIERARCHICAL_ALGORITHMS",
+    "DimensionBounds",
+    "DimensionModel",
+    "dimension_bounds_ps",
+    "dimension_model_ps",
+    "model_fields",
+]
+
+
+@dataclass(frozen=True)
+class DimensionModel:
+    """The per-dimension model of one collective: its time, the textbook sum (every step
+    ``alpha_i + beta_i``, no pipelining), and per step ``(alpha, beta, start, end)`` in ps."""
+
+    time_ps: float
+    textbook_ps: float
+    steps: tuple[tuple[float, float, float, float], ...]
+
+
+def _route_latency(net: Network, src: int, dst: int) -> int:
+    return sum(net.link_latencies_ps[k] for k in net.routes[src][dst])
+
+
+def dimension_model_ps(
+    topo: Topology,
+    algorithm: str,
+    nbytes: int,
+    collective: str = "allreduce",
+    *,
+    chunk_bytes: int | None = None,
+    network: Network | None = None,
+) -> DimensionModel:
+    """The per-dimension model (module docstring) of ``algorithm`` on ``topo``."""
+    net = network or build_network(topo)
+    schedule = build_schedule(
+        topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net
+    )
+    return _walk(topo, net, schedule)
+
+
+def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
+    bpe = schedule.bytes_per_element
+    gamma = 1000.0 / float(topo.chips.reduce_bw)
+    mem = 1000.0 / float(topo.hbm.bw)
+    slow = 1000.0 / float(min(net.link_bws, default=1))
+    g = topo.hbm.burst_bytes * (slow + max(gamma, 2 * mem))  # one burst: a link, a reduction
+    link_beta = [1000.0 / float(bw) for bw in net.link_bws]
+    free: dict[object, float] = {}  # per resource: when it has done its work so far
+    credits: dict[tuple[int, int], list[float]] = {}  # per pair: when each buffer is back
+    buffers = net.staging_buffers
+    pieces: dict[Range, int] = {}  # a message's range -> its chunks
+    recs: list[tuple[float, float, float, int, int]] = []  # start, end, alpha, chunks, sharing
+    written: list[list[tuple[int, int, int]]] = [[] for _ in range(schedule.chips)]
+    rows: list[tuple[float, float, float, float]] = []
+    finish = textbook = 0.0
+    for step in schedule.steps:
+        plans = []
+        work: dict[object, float] = {}
+        count: dict[int, int] = {}  # messages per link in this step (they take turns by chunk)
+        pair_chunks: dict[tuple[int, int], int] = {}
+        for m in step:
+            for x in net.routes[m.src][m.dst]:
+                count[x] = count.get(x, 0) + 1
+        for m in step:
+            nb = (m.hi - m.lo) * bpe
+            route = net.routes[m.src][m.dst]
+            uses: dict[object, float] = {k: nb * link_beta[k] for k in route}
+            if m.reduce:
+                uses["engine", m.dst] = nb * gamma
+            uses["hbm", m.dst] = (2 if m.reduce else 1) * nb * mem
+            alpha = float(sum(net.link_latencies_ps[k] for k in route))
+            k = pieces.setdefault(
+                (m.lo, m.hi), len(chunks(m.lo, m.hi, bpe, schedule.chunk_bytes, schedule.depth))
+            )
+            used = credits.setdefault((m.src, m.dst), [])
+            ready = used[len(used) - buffers] if len(used) >= buffers else 0.0
+            back = len(used) + k - 1 - buffers  # the buffer its last chunk waits for
+            last = used[min(back, len(used) - 1)] if back >= 0 and used else 0.0
+            mine = written[m.src]
+            if m.fresh or not any(lo < m.hi and m.lo < hi for lo, hi, _r in mine):
+                key = ("hbm", m.src)  # the chip's own input: read from HBM
+                uses[key] = uses.get(key, 0.0) + nb * mem
+            else:
+                ready = max(ready, _first_ready(mine, m.lo, recs, g))
+                for lo, hi, r in reversed(mine):
+                    if lo < m.hi and m.lo < hi:  # the latest message that wrote any of them
+                        last = max(last, recs[r][1] + recs[r][2] + g)
+                        break
+            start = max([ready, *(free.get(x, 0.0) for x in route)])
+            plans.append((m, uses, alpha, start, last, k))
+            pair_chunks[m.src, m.dst] = pair_chunks.get((m.src, m.dst), 0) + k
+            for y, w in uses.items():
+                work[y] = work.get(y, 0.0) + w
+        begin: dict[object, float] = {}
+        for _m, uses, _a, start, _l, _k in plans:
+            for y in uses:
+                begin[y] = min(begin.get(y, start), start)
+        for y, w in work.items():  # each resource does the step's work once it can begin
+            free[y] = max(free.get(y, 0.0), begin[y]) + w
+        first_start, last_end, top_alpha = math.inf, 0.0, 0.0
+        for m, uses, alpha, start, last, k in plans:
+            end = max([last, *(free[y] for y in uses)])
+            both = pair_chunks[m.src, m.dst]  # the pair's chunks in this step share buffers
+            if both > buffers:  # a window of `buffers` chunks per credit round trip
+                back = max(net.link_latencies_ps[x] for x in net.routes[m.src][m.dst])
+                piece = max(uses[x] for x in net.routes[m.src][m.dst]) / k
+                end = max(end, start + both / buffers * (alpha + piece + g + back))
+            share = max((count[x] for x in net.routes[m.src][m.dst]), default=1)
+            recs.append((start, end, alpha, k, share))
+            written[m.dst].append((m.lo, m.hi, len(recs) - 1))
+            back = max(net.link_latencies_ps[x] for x in net.routes[m.src][m.dst])
+            credits[m.src, m.dst] += [  # chunk j is consumed (j + 1) / k of the way through
+                start + alpha + (j + 1) / k * (end - start) + g + back for j in range(k)
+            ]
+            finish = max(finish, end + alpha + g)
+            first_start, last_end = min(first_start, start), max(last_end, end)
+            top_alpha = max(top_alpha, alpha)
+        beta = max(work.values(), default=0.0)
+        rows.append((top_alpha, beta, first_start, last_end))
+        textbook += top_alpha + beta
+    return DimensionModel(finish, textbook, tuple(rows))
+
+
+def _first_ready(
+    written: list[tuple[int, int, int]],
+    element: int,
+    recs: list[tuple[float, float, float, int, int]],
+    g: float,
+) -> float:
+    """When ``element`` is there on a chip: the latest message that wrote it, ``alpha`` after
+    it started, plus the share of its time before the element's chunk ``j`` of ``k`` is in
+    (chunks stream in order; ``M`` messages sharing a link take turns chunk by chunk, so
+    chunk ``j`` is in ``(j + 1 - 1/M) / k`` of the way through)."""
+    for lo, hi, r in reversed(written):
+        if lo <= element < hi:
+            s_r, e_r, a_r, k, share = recs[r]
+            j = min(k - 1, (element - lo) * k // (hi - lo))
+            return s_r + a_r + g + (j + 1 - 1 / share) / k * (e_r - s_r)
+    return 0.0
+
+
+def model_fields(
+    topo: Topology,
+    algorithm: str,
+    nbytes: int,
+    collective: str = "allreduce",
+    chunk_bytes: int | None = None,
+) -> dict[str, object]:
+    """The fields of :class:`sim.collectives.model.CollectiveModel` for the per-dimension
+    model: its time as the model's time and as its pipeline term, the textbook sum, the
+    other terms 0 (they read one link bandwidth and latency)."""
+    net = build_network(topo)
+    dm = dimension_model_ps(topo, algorithm, nbytes, collective, chunk_bytes=chunk_bytes)
+    zero = 0.0
+    return {
+        "algorithm": algorithm,
+        "collective": collective,
+        "chips": net.chips,
+        "nbytes": nbytes,
+        "time_ps": dm.time_ps,
+        "pipeline_ps": dm.time_ps,
+        "critical_path_ps": zero,
+        "resource_path_ps": zero,
+        "one_port_ps": zero,
+        "busiest_link_ps": max((b for _a, b, _s, _e in dm.steps), default=zero),
+        "busiest_engine_ps": zero,
+        "busiest_hbm_ps": zero,
+        "textbook_ps": dm.textbook_ps,
+        "parts": (),
+    }
+
+
+@dataclass(frozen=True)
+class DimensionBounds:
+    """Times no run of the collective on this machine can beat, in ps (module docstring)."""
+
+    bandwidth: float
+    latency: float
+    reduce: float
+    hbm: float
+    levels: tuple[float, ...]  # the bandwidth bound of each level k
+
+    @property
+    def time_ps(self) -> float:
+        return max(self.bandwidth, self.latency, self.reduce, self.hbm)
+
+
+def dimension_bounds_ps(
+    topo: Topology, nbytes: int, collective: str = "allreduce"
+) -> DimensionBounds:
+    """Lower bounds of one collective on ``topo``'s dimensions (module docstring)."""
+    if collective not in ("allreduce", "reduce_scatter", "all_gather"):
+        raise CollectiveError(
+            f"unknown collective {collective!r}; use allreduce, reduce_scatter or all_gather"
+        )
+    net = build_network(topo)
+    dims = dimensions_of(topo.chips)
+    p, n = net.chips, float(nbytes)
+    if p <= 1 or nbytes == 0:
+        return DimensionBounds(0.0, 0.0, 0.0, 0.0, ())
+    sizes = [d.size for d in dims]
+    # per dimension: the bandwidth out of one chip (every lane), GB/s = B/ns
+    out_bw = []
+    for k, d in enumerate(dims):
+        group = dimension_groups(sizes, k)[0]
+        if d.shape == "switch":
+            out_bw.append(float(d.link_bw) * d.ports if d.size > 1 else 0.0)
+        elif d.shape == "fully_connected":
+            out_bw.append(float(d.link_bw) * d.links * (len(group) - 1))
+        else:
+            peers = min(2, d.size - 1)
+            out_bw.append(float(d.link_bw) * d.links * peers)
+    levels = []
+    for k in range(len(dims)):
+        blocks = p // math.prod(sizes[:k])
+        cap = math.prod(sizes[:k]) * sum(out_bw[k:])
+        if blocks <= 1 or cap <= 0:
+            continue
+        reduces = any(d.shape == "switch" and d.switch_reduce_gbs > 0 for d in dims[k:])
+        share = (blocks - 1) / blocks * n
+        crossing = (n if reduces else 2 * share) if collective == "allreduce" else share
+        levels.append(crossing / cap * 1000.0)
+    latency = max(float(_route_latency(net, s, d)) for s in range(p) for d in range(p))
+    switch_reduces = any(d.shape == "switch" and d.switch_reduce_gbs > 0 for d in dims)
+    reduced = 0.0 if collective == "all_gather" or switch_reduces else (p - 1) / p * n
+    memory = {"allreduce": 2.0 * n, "reduce_scatter": n * (1 + 1 / p), "all_gather": n}[collective]
+    return DimensionBounds(
+        bandwidth=max(levels, default=0.0),
+        latency=latency,
+        reduce=reduced * 1000.0 / float(topo.chips.reduce_bw),
+        hbm=memory * 1000.0 / float(topo.hbm.bw),
+        levels=tuple(levels),
+    )

@@ -1,0 +1,352 @@
+"""Hierarchical collectives on networks of dimensions (the cluster-scale issue, ADR 0021
+decision 5): ``hierarchical`` (ASTRA-sim's dimension-by-dimension scheme) and ``tree_ring``
+(NCCL's tree across nodes, rings inside), the flat algorithms beside them, the Gray-code ring
+order, the per-dimension model and bounds, and the multi-node preset."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import re
+
+import numpy as np
+import pytest
+
+import sim.collectives as ar
+import sim.collectives.hierarchical as hier
+from sim import load_topology
+from sim.collectives.per_dimension import dimension_bounds_ps, dimension_model_ps
+from sim.fabric import build_network
+from sim.topology import TOPOLOGY_DIR, DimensionConfig, Topology
+
+BASE = load_topology()
+D = DimensionConfig
+
+
+def _with_dims(*dims: DimensionConfig, topo: Topology = BASE) -> Topology:
+    count = math.prod(d.size for d in dims)
+    chips = dataclasses.replace(topo.chips, dimensions=tuple(dims), count=count)
+    return dataclasses.replace(topo, chips=chips)
+
+
+def _digits(c: int, sizes: list[int]) -> list[int]:
+    out = []
+    for s in sizes:
+        c, r = divmod(c, s)
+        out.append(r)
+    return out
+
+
+SHAPES = [
+    (D("switch", 4, 50, 500), D("switch", 3, 25, 1000, nic_latency_ns=2000)),
+    (D("ring", 4, 50, 500), D("ring", 3, 100, 200)),
+    (D("fully_connected", 3, 50, 500), D("ring", 2, 50, 500), D("switch", 3, 20, 800)),
+    (D("ring", 5, 50, 500), D("fully_connected", 2, 25, 300)),
+    (D("switch", 2, 50, 500), D("ring", 1, 50, 500), D("switch", 3, 12.5, 900)),
+]
+IDS = ["s4xs3", "r4xr3", "f3xr2xs3", "r5xf2", "s2xr1xs3"]
+
+
+# --- the schedules ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rows,cols", [(2, 4), (3, 3), (4, 3), (1, 5), (3, 1)])
+def test_hierarchical_on_two_ring_dimensions_is_torus2d(rows: int, cols: int) -> None:
+    """On a rows x cols torus (the dimensions [cols, rows] of rings) the hierarchical
+    schedule is torus2d's, message for message, so its op log and time are too."""
+    torus = BASE.replace_chips(count=rows * cols, topology="torus2d", torus_dims=(rows, cols))
+    n = 4 * 1024 * rows * cols + 12
+    a = ar.build_schedule(torus, n, "torus2d")
+    b = ar.build_schedule(torus, n, "hierarchical")
+    assert a.steps == b.steps
+    dims = _with_dims(D("ring", cols, 50, 1000), D("ring", rows, 50, 1000))
+    assert ar.build_schedule(dims, n, "hierarchical").steps == a.steps
+    assert (
+        ar.allreduce(torus, n, "hierarchical").time_ps == ar.allreduce(torus, n, "torus2d").time_ps
+    )
+
+
+@pytest.mark.parametrize("dims", SHAPES, ids=IDS)
+@pytest.mark.parametrize(
+    "algorithm,collective",
+    [
+        ("hierarchical", "allreduce"),
+        ("hierarchical", "reduce_scatter"),
+        ("hierarchical", "all_gather"),
+        ("tree_ring", "allreduce"),
+        ("ring", "allreduce"),
+        ("direct", "allreduce"),
+        ("halving_doubling", "allreduce"),
+        ("double_binary_tree", "allreduce"),
+        ("ring", "reduce_scatter"),
+    ],
+)
+def test_every_algorithm_is_right_from_the_data_that_travelled(
+    dims: tuple[DimensionConfig, ...], algorithm: str, collective: str
+) -> None:
+    """#wrong = 0 by replaying the op log, on networks of two and three dimensions (a
+    dimension of one chip too), for the new algorithms and the flat ones beside them."""
+    topo = _with_dims(*dims)
+    n = 4 * (3 * 1024 + 7) * topo.chips.count
+    run = ar.run_collective(topo, n, algorithm, collective)
+    assert (run.wrong, run.problem) == (0, "")
+    assert run.time_ps > 0
+
+
+def test_a_planted_bug_is_caught_by_the_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each half of the tree phase on the wrong tree (both halves on tree 0, whose root has
+    only its part of the result sent back) or an all-gather that skips the last dimension
+    leaves chips with wrong values: #wrong > 0."""
+    topo = _with_dims(*SHAPES[0])
+    n = 4 * 4096 * topo.chips.count
+    real_tree = hier._Half.tree
+    monkeypatch.setattr(hier._Half, "tree", lambda self, d, which: real_tree(self, d, 0)[:-1])
+    assert ar.allreduce(topo, n, "tree_ring").wrong > 0
+    monkeypatch.setattr(hier._Half, "tree", real_tree)
+    assert ar.allreduce(topo, n, "tree_ring").wrong == 0
+    real_gather = hier._Half.all_gather
+
+    def skip_outer(self: hier._Half, d: int, algo: str) -> list[list[ar.Message]]:
+        steps = real_gather(self, d, algo)
+        return [] if d == len(self.sizes) - 1 else steps
+
+    monkeypatch.setattr(hier._Half, "all_gather", skip_outer)
+    assert ar.allreduce(topo, n, "hierarchical").wrong > 0
+
+
+def test_each_phase_stays_inside_its_dimension_and_tree_ring_uses_one_tree_per_rail() -> None:
+    """hierarchical's messages join chips that differ in one digit, dimension 0 first and
+    back; tree_ring's middle steps join chips of one rail (same inner digits), and each half
+    runs on its own tree of NCCL's double binary tree."""
+    dims = SHAPES[0]
+    sizes = [d.size for d in dims]
+    topo = _with_dims(*dims)
+    n = 4 * 1024 * topo.chips.count
+    order = []
+    for step in ar.build_schedule(topo, n, "hierarchical").steps:
+        moved = set()
+        for m in step:
+            a, b = _digits(m.src, sizes), _digits(m.dst, sizes)
+            diff = [k for k in range(len(sizes)) if a[k] != b[k]]
+            assert len(diff) == 1
+            moved.add(diff[0])
+        assert len(moved) == 1
+        order.append(moved.pop())
+    assert order == [0, 1, 1, 0]  # direct on both switches: one step each, up then down
+    tree = ar.build_schedule(topo, n, "tree_ring")
+    middle = tree.steps[1:-1]
+    parents = ar.double_binary_tree(sizes[1])
+    for step in middle:
+        for m in step:
+            a, b = _digits(m.src, sizes), _digits(m.dst, sizes)
+            assert a[0] == b[0] and a[1] != b[1]
+            half = 0 if m.lo < tree.count // 2 else 1
+            up, down = parents[half][a[1]] == b[1], parents[half][b[1]] == a[1]
+            assert up if m.reduce else down
+
+
+def test_reduce_scatter_leaves_each_chip_the_part_its_digits_name() -> None:
+    """The shares of hierarchical reduce_scatter (and all_gather's start) partition the
+    vector, and chip c's share is the nested part: dimension 0's part i0, its part i1, ..."""
+    sizes = (3, 2, 4)
+    count = 1000
+    shares = hier.hierarchical_shares(sizes, count)
+    covered = sorted(r for per_chip in shares for r in per_chip)
+    assert covered[0][0] == 0 and covered[-1][1] == count
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(covered))
+    for c, (first_half, _second) in enumerate(shares):
+        i0, i1, i2 = _digits(c, list(sizes))
+        lo, hi = 0, count // 2
+        for i, s in ((i0, 3), (i1, 2), (i2, 4)):
+            lo, hi = hier._ranges(lo, hi, s)[i]
+        assert first_half == (lo, hi)
+
+
+def test_bad_requests_are_one_clear_error() -> None:
+    flat = BASE  # one ring dimension
+    with pytest.raises(ar.CollectiveError, match=r"tree_ring needs chips\.dimensions"):
+        ar.build_schedule(flat, 4096, "tree_ring")
+    topo = _with_dims(*SHAPES[0])
+    with pytest.raises(ar.CollectiveError, match="algorithm='hierarchical'"):
+        ar.build_schedule(topo, 4096, "tree_ring", "reduce_scatter")
+    with pytest.raises(ar.CollectiveError, match="per_dimension"):
+        hier.hierarchical_schedule(topo, 4096, per_dimension=("ring",))
+    with pytest.raises(ar.CollectiveError, match="whole number"):
+        ar.build_schedule(topo, 4097, "hierarchical")
+
+
+def test_hierarchical_on_one_dimension_is_a_ring_or_direct() -> None:
+    """With one dimension the scheme is that dimension's own algorithm: a ring (the ring
+    schedule of the same order) or a direct reduce-scatter and all-gather."""
+    n = 8 * 4096 + 16
+    assert ar.allreduce(BASE, n, "hierarchical").wrong == 0
+    assert ar.build_schedule(BASE, n, "hierarchical").steps == ar.build_schedule(BASE, n).steps
+    switch = BASE.replace_chips(topology="switch")
+    assert len(ar.build_schedule(switch, n, "hierarchical").steps) == 2
+
+
+# --- the flat ring order on dimensions --------------------------------------------------------
+
+
+def _one_traversal(net: object, a: int, b: int, dims: tuple[DimensionConfig, ...]) -> bool:
+    sizes = [d.size for d in dims]
+    da, db = _digits(a, sizes), _digits(b, sizes)
+    diff = [k for k in range(len(sizes)) if da[k] != db[k]]
+    if len(diff) != 1:
+        return False
+    k = diff[0]
+    if dims[k].shape == "ring":
+        return (da[k] - db[k]) % sizes[k] in (1, sizes[k] - 1)
+    return True
+
+
+@pytest.mark.parametrize(
+    "sizes", [(8, 4), (4, 3), (3, 3), (2, 3, 2), (3, 2, 3), (2, 2, 3), (5, 1), (3, 4, 2)]
+)
+def test_the_gray_ring_order_is_a_cycle_of_one_hop_edges_when_the_sweeps_come_back(
+    sizes: tuple[int, ...],
+) -> None:
+    """ring_order() of a network of dimensions visits every chip once, each step one hop
+    (ring, fully connected) or one switch traversal; its closing edge is one such step
+    exactly when the last chip differs from chip 0 in one digit: an inner digit that moves
+    must sweep an even number of times (the product of the sizes outside it even), so e.g.
+    8 x 4 closes and 4 x 3 (last chip (3, 2)) does not."""
+    for shapes in itertools.product(("ring", "switch"), repeat=len(sizes)):
+        dims = tuple(D(s, n, 50, 500) for s, n in zip(shapes, sizes, strict=True))
+        topo = _with_dims(*dims)
+        net = build_network(topo)
+        order = list(net.ring_order())
+        if net.kind == "torus2d":
+            continue  # two ring dimensions: the torus's own cycle (test_allreduce)
+        assert sorted(order) == list(range(topo.chips.count))
+        assert all(_one_traversal(net, a, b, dims) for a, b in itertools.pairwise(order))
+        # the last chip's digits: the outermost at its top, an inner one at its top after
+        # an odd number of sweeps (the product of the sizes outside it), else back at 0
+        moved = [len(sizes) - 1] if sizes[-1] > 1 else []
+        moved += [
+            k for k in range(len(sizes) - 1) if sizes[k] > 1 and math.prod(sizes[k + 1 :]) % 2
+        ]
+        closes = len(moved) == 1
+        assert _one_traversal(net, order[-1], order[0], dims) == closes, (sizes, shapes)
+
+
+# --- bounds and the model ---------------------------------------------------------------------
+
+
+def _random_dims(rng: np.random.Generator) -> tuple[DimensionConfig, ...]:
+    dims = []
+    nd = int(rng.integers(2, 4))
+    for _ in range(nd):
+        shape = str(rng.choice(["ring", "fully_connected", "switch"]))
+        size = int(rng.integers(2, 6 if nd == 2 else 4))
+        kw: dict[str, float] = {}
+        if shape == "switch" and rng.random() < 0.5:
+            kw["nic_latency_ns"] = float(rng.choice([500, 2000]))
+        if shape == "switch" and rng.random() < 0.2:
+            kw["switch_reduce_gbs"] = 50.0
+        bw, lat = float(rng.choice([12.5, 25, 50, 200])), float(rng.choice([100, 1000, 2000]))
+        dims.append(D(shape, size, bw, lat, **kw))
+    return tuple(dims)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_no_run_beats_the_bounds(seed: int) -> None:
+    """The per-dimension lower bounds (each level's crossing, the diameter, the reduce
+    engines, HBM) stay below every algorithm's simulated time, and bounds_ps gives them
+    for a network whose links differ."""
+    rng = np.random.default_rng(seed)
+    for _ in range(6):
+        topo = _with_dims(*_random_dims(rng))
+        n = 4 * int(2 ** rng.uniform(8, 20)) * topo.chips.count // 4 * 4
+        for algorithm, collective in [
+            ("hierarchical", "allreduce"),
+            ("tree_ring", "allreduce"),
+            ("ring", "allreduce"),
+            ("halving_doubling", "allreduce"),
+            ("hierarchical", "reduce_scatter"),
+            ("hierarchical", "all_gather"),
+        ]:
+            run = ar.run_collective(topo, n, algorithm, collective)
+            b = dimension_bounds_ps(topo, n, collective)
+            assert run.wrong == 0
+            assert b.time_ps <= run.time_ps, (algorithm, collective, b, run.time_ps)
+    assert ar.bounds_ps(topo, n).time_ps == dimension_bounds_ps(topo, n).time_ps
+
+
+def test_the_inter_node_bound_is_what_hierarchical_needs_across_nodes() -> None:
+    """On nodes of 8 joined by one 50 GB/s port per chip, every element crosses between the
+    4 nodes 2 (4 - 1) times, over 8 ports per node: 2 (3/4) n / 400 GB/s (the level-1
+    bound), which the inter-node ring of hierarchical meets."""
+    topo = _with_dims(D("switch", 8, 200, 100), D("switch", 4, 50, 1000))
+    n = 1 << 26
+    b = dimension_bounds_ps(topo, n)
+    assert b.levels[1] == pytest.approx(2 * 3 / 4 * n / 400 * 1000)
+    assert b.levels[0] == pytest.approx(2 * 31 / 32 * n / 250 * 1000)
+
+
+@pytest.mark.parametrize(
+    "dims,algorithm,n",
+    [
+        (SHAPES[0], "hierarchical", 1 << 22),
+        (SHAPES[0], "tree_ring", 1 << 16),
+        (SHAPES[1], "hierarchical", 1 << 20),
+        (SHAPES[2], "hierarchical", 1 << 18),
+        (
+            (D("switch", 8, 20.56, 250), D("switch", 4, 50, 200, nic_latency_ns=1150)),
+            "tree_ring",
+            1 << 22,
+        ),
+    ],
+)
+def test_the_per_dimension_model_is_near_the_simulator(
+    dims: tuple[DimensionConfig, ...], algorithm: str, n: int
+) -> None:
+    """The per-dimension model (sim.collectives.model for these algorithms) within 15 % of
+    the simulated time on these configurations (benchmarks/ccl_hier_model.py prints the
+    error over random ones: most within 2 %), and no slower than the unpipelined textbook
+    sum."""
+    topo = _with_dims(*dims)
+    n = n // 4 * 4
+    sim_ps = ar.allreduce(topo, n, algorithm).time_ps
+    m = ar.collective_model(topo, algorithm, n)
+    assert m.time_ps == dimension_model_ps(topo, algorithm, n).time_ps
+    assert abs(m.time_ps / sim_ps - 1) < 0.15, (m.time_ps, sim_ps)
+    assert m.textbook_ps >= m.time_ps
+
+
+def test_the_model_follows_messages_of_more_chunks_than_staging_buffers() -> None:
+    """A message of more chunks than the receiver has staging buffers waits for its own
+    earlier chunks' buffers: the model stays near the simulator there too."""
+    topo = _with_dims(*SHAPES[0])
+    n = 4 * 64 * 1024 * topo.chips.count
+    sim_ps = ar.run_collective(topo, n, "hierarchical", chunk_bytes=1024).time_ps
+    model_ps = dimension_model_ps(topo, "hierarchical", n, chunk_bytes=1024).time_ps
+    assert abs(model_ps / sim_ps - 1) < 0.15, (model_ps, sim_ps)
+
+
+# --- the preset ---------------------------------------------------------------------------------
+
+TAG = re.compile(r"#\s*\[(datasheet|paper|nccl|measured|model): [^\]]+\]")
+
+
+def test_the_multi_node_preset_loads_and_every_value_has_a_source() -> None:
+    """h100-sxm-8x4: 4 nodes of 8 on an 18-port switch each, one 50 GB/s NIC per GPU on a
+    rail switch; every value line tagged with its kind and source, none calibrated."""
+    topo = load_topology("h100-sxm-8x4")
+    dims = topo.chips.dimensions
+    assert topo.chips.count == 32 and [d.size for d in dims] == [8, 4]
+    assert [d.shape for d in dims] == ["switch", "switch"]
+    assert (dims[0].ports, dims[1].ports, dims[1].link_bw_gbs) == (18, 1, 50)
+    assert dims[1].nic_latency_ns > 0
+    text = (TOPOLOGY_DIR / "h100-sxm-8x4.yaml").read_text(encoding="utf-8")
+    values = [
+        line
+        for line in text.splitlines()
+        if not line.lstrip().startswith("#") and re.match(r"\s*-?\s*\w+:\s*[^\s#]", line)
+    ]
+    assert len(values) > 40
+    assert [line for line in values if not TAG.search(line)] == []
+    assert "[calibrated" not in text
+    run = ar.allreduce(topo, 1 << 20, "tree_ring")
+    assert run.wrong == 0

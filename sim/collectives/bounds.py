@@ -62,7 +62,8 @@ def bounds_ps(topo: Topology, nbytes: int, collective: str = "allreduce") -> Bou
     * HBM: every element of a chip's input must be read from its HBM once and every element
       of its result written once (sends and reductions read, copies and reductions write;
       a forwarded chunk may stream on chip): ``(input + output bytes) / hbm_bw``, ``2n`` for
-      allreduce, ``n + n/p`` for reduce-scatter and all-gather.
+      allreduce, ``n + n/p`` for reduce-scatter, ``n`` for all-gather (its block is read, the
+      rest written: its own block is in place).
     """
     net = build_network(topo)
     p = net.chips
@@ -74,6 +75,8 @@ def bounds_ps(topo: Topology, nbytes: int, collective: str = "allreduce") -> Bou
     sent = (2.0 if collective == "allreduce" else 1.0) * share
     reduced = 0.0 if collective == "all_gather" else share
     memory = 2.0 * nbytes if collective == "allreduce" else nbytes * (1 + 1 / p)
+    if collective == "all_gather":  # a chip's own block is in place: read once, the rest written
+        memory = float(nbytes)
     diameter = max(net.hops(s, d) for s in range(p) for d in range(p))
     return Bounds(
         bandwidth=sent * c.beta / degree,

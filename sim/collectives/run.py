@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.collectives.algorithms import build_schedule
 from sim.collectives.budget import check_collective
-from sim.collectives.compile import Compiled, fabric_program
+from sim.collectives.catalog import build_schedule
+from sim.collectives.compile import Compiled
+from sim.collectives.lockstep import compile_schedule
 from sim.collectives.schedule import (
     I64,
     Schedule,
@@ -70,19 +71,21 @@ def run_collective(
     collective: str = "allreduce",
     *,
     chunk_bytes: int | None = None,
+    root: int = 0,
 ) -> CollectiveRun:
-    """Simulate one collective of ``nbytes`` on ``topo.chips`` and check its result."""
+    """Simulate one collective of ``nbytes`` on ``topo.chips`` and check its result (every
+    collective and algorithm: :mod:`sim.collectives.catalog`)."""
     nbytes, chunk_bytes = check_collective(topo, nbytes, algorithm, chunk_bytes)  # sim.limits
     net = build_network(topo)
     schedule = build_schedule(
-        topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net
+        topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net, root=root
     )
     return run_schedule(schedule, net)
 
 
 def run_schedule(schedule: Schedule, net: Network) -> CollectiveRun:
     """Time ``schedule`` on ``net`` and check its result by replaying the op log."""
-    compiled = fabric_program(schedule)
+    compiled = compile_schedule(schedule)
     log = simulate_fabric(net, compiled.program)
     try:
         final = replay(schedule, net, compiled, log)
@@ -102,11 +105,13 @@ def allreduce(topo: Topology, nbytes: int, algorithm: str = "ring", **kw: int) -
     return run_collective(topo, nbytes, algorithm, "allreduce", **kw)
 
 
-def reduce_scatter(topo: Topology, nbytes: int, **kw: int) -> CollectiveRun:
-    """Ring reduce-scatter of an ``nbytes`` vector: chip ``c`` ends with its shares summed."""
-    return run_collective(topo, nbytes, "ring", "reduce_scatter", **kw)
+def reduce_scatter(
+    topo: Topology, nbytes: int, algorithm: str = "ring", **kw: int
+) -> CollectiveRun:
+    """Reduce-scatter of an ``nbytes`` vector: chip ``c`` ends with its shares summed."""
+    return run_collective(topo, nbytes, algorithm, "reduce_scatter", **kw)
 
 
-def all_gather(topo: Topology, nbytes: int, **kw: int) -> CollectiveRun:
-    """Ring all-gather into an ``nbytes`` vector: every chip ends with every chip's shares."""
-    return run_collective(topo, nbytes, "ring", "all_gather", **kw)
+def all_gather(topo: Topology, nbytes: int, algorithm: str = "ring", **kw: int) -> CollectiveRun:
+    """All-gather into an ``nbytes`` vector: every chip ends with every chip's shares."""
+    return run_collective(topo, nbytes, algorithm, "all_gather", **kw)

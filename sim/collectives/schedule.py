@@ -16,9 +16,11 @@ import numpy.typing as npt
 from sim.errors import InputError
 
 Algorithm = Literal["ring", "direct", "halving_doubling", "double_binary_tree", "torus2d"]
+MoreAlgorithm = Literal["recursive_doubling", "recursive_halving", "pairwise", "binary_tree"]
 
 
 Collective = Literal["allreduce", "reduce_scatter", "all_gather"]
+MoreCollective = Literal["alltoall", "broadcast", "reduce", "sendrecv"]  # sim.collectives.catalog
 
 
 ALGORITHMS: tuple[Algorithm, ...] = (
@@ -54,14 +56,15 @@ class Message:
     hi: int
     reduce: bool
     fresh: bool = False
+    at: int | None = None  # where [lo, hi) lands at dst (None: at lo); sim.collectives.alltoall
 
 
 @dataclass(frozen=True)
 class Schedule:
     """What every chip sends in every step (element ranges), and what each chip must own."""
 
-    collective: Collective
-    algorithm: Algorithm
+    collective: Collective | MoreCollective
+    algorithm: Algorithm | MoreAlgorithm
     chips: int
     count: int
     bytes_per_element: int
@@ -69,6 +72,8 @@ class Schedule:
     steps: tuple[tuple[Message, ...], ...]
     shares: tuple[tuple[Range, ...], ...] = ()  # per chip: its ranges (reduce_scatter, all_gather)
     depth: int = 1  # at least this many chunks per message (chips.staging_buffers)
+    root: int = 0  # broadcast and reduce: the root chip
+    blocking: bool = False  # each chip's step waits for its last (sim.collectives.lockstep)
 
     @property
     def nbytes(self) -> int:

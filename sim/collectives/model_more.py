@@ -7,16 +7,18 @@ algorithm's own chunk program (:func:`sim.collectives.lockstep.compile_schedule`
 
 1. **Congestion-unaware critical path** (term 5 there; ASTRA-sim's analytical network
    without congestion): the program timed with ``contention=False``, every (sender,
-   receiver) pair on links of its own, every op with its own reduce engine and HBM;
-   for the recursive algorithms, whose steps form one dependency chain, each transfer holds
-   its pair's links for its fair share (its bytes times the pairs of its step on its busiest
-   link), as for halving-doubling.
+   receiver) pair on links of its own, every op with its own reduce engine and HBM; for the
+   pipelined rooted algorithms (ring chains, binary tree), whose flows all run at once,
+   each transfer holds its pair's links for its fair share (its bytes times the pairs of
+   the program on its busiest link).
 2. **Busiest resource on that path** (term 6 there, Carlier 1982): per link direction,
    reduce engine and HBM, the release time of its ops on that path plus their work and the
    shortest tail among them, with each sender's first transfers taking turns on its links.
 3. **Busiest link direction, reduce engine and HBM** (terms 2-4 there), counted on the
    program itself: the bytes of every transfer on each link of its route, of every
    reduction on its chip, and every op's HBM bytes on its chip.
+4. **Blocking steps** (pairwise alltoall): the steps one after another, each for its
+   busiest link direction's bytes (:func:`blocking_steps`).
 
 Over the simulator's budgets (:func:`~sim.collectives.budget.check_collective`) terms 1 and 2
 are 0 and the model is term 3. :func:`textbook` gives each algorithm's classic
@@ -24,6 +26,8 @@ alpha-beta-gamma time (the textbook column; the sources are the algorithms' modu
 """
 
 from __future__ import annotations
+
+from dataclasses import fields
 
 import numpy as np
 
@@ -38,7 +42,8 @@ from sim.errors import BudgetError
 from sim.fabric import REDUCTION, TRANSFER, FabricProgram, Network, build_network, hbm_default
 from sim.topology import Topology
 
-SHARED = ("recursive_doubling", "recursive_halving")
+SHARED: tuple[str, ...] = ()  # fair shares per step (none: the recursive ones do better without)
+PIPELINED = ("ring", "binary_tree")  # every flow runs at once: fair shares over the program
 
 
 def collective_model(
@@ -61,16 +66,21 @@ def collective_model(
         topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net, root=root
     )
     costs = model_costs(topo, chunk_bytes)
-    critical = path = link = engine = hbm = 0.0
+    critical = path = link = engine = hbm = steps = 0.0
     if schedule.steps:
         try:
             check_collective(topo, nbytes, algorithm, chunk_bytes)
             prog = compile_schedule(schedule).program
-            critical, path = program_path(net, prog, algorithm in SHARED, costs)
+            timed = prog
+            if algorithm in SHARED or algorithm in PIPELINED:
+                timed = fair_shares(net, prog, by_step=algorithm in SHARED)
+            critical, path = program_path(net, prog, False, costs, timed)
         except BudgetError:
             prog = compile_schedule(schedule).program
         link, engine, hbm = program_loads(net, prog, costs)
-    terms = (critical, path, link, engine, hbm)
+        if schedule.blocking:
+            steps = blocking_steps(net, prog, costs)
+    terms = (critical, path, link, engine, hbm, steps)
     return CollectiveModel(
         algorithm=algorithm,
         collective=collective,
@@ -87,6 +97,51 @@ def collective_model(
         textbook_ps=textbook(net, costs, collective, algorithm, schedule.nbytes, root),
         parts=(),
     )
+
+
+def fair_shares(net: Network, prog: FabricProgram, by_step: bool) -> FabricProgram:
+    """``prog`` with each transfer as long on its links as the fair share it gets: its bytes
+    times the (sender, receiver) pairs that cross its busiest link, in its step
+    (``by_step``: steps that follow one another) or anywhere in the program (pipelined
+    algorithms, whose flows all run at once). HBM bytes stay the transfer's own."""
+    p = net.chips
+    pairs: dict[tuple[int, int], set[int]] = {}
+    kinds, srcs, dsts, steps = prog.kind, prog.src, prog.dst, prog.step
+    for k, s, d, st in zip(kinds, srcs, dsts, steps, strict=True):
+        if k == TRANSFER:
+            for x in net.routes[s][d]:
+                pairs.setdefault((st if by_step else 0, x), set()).add(s * p + d)
+    out = FabricProgram(**{f.name: list(getattr(prog, f.name)) for f in fields(prog)})
+    for i, (k, s, d, st) in enumerate(zip(kinds, srcs, dsts, steps, strict=True)):
+        if k == TRANSFER:
+            share = max(len(pairs[st if by_step else 0, x]) for x in net.routes[s][d])
+            out.hbm[i] = out.nbytes[i] if prog.hbm[i] < 0 else prog.hbm[i]
+            out.nbytes[i] *= share
+    return out
+
+
+def blocking_steps(net: Network, prog: FabricProgram, c: Costs) -> float:
+    """Steps one after another (``Schedule.blocking``, :mod:`sim.collectives.lockstep`): a
+    chip's step may start once the last chunk of its step before is under way, so each step
+    holds its busiest link direction for its bytes but one chunk; the last step adds its
+    last chunk and its longest route's latency. (The latencies of the other steps overlap
+    the traffic of chips still in the step before: the critical path, term 1, has them.)"""
+    load: dict[tuple[int, int], int] = {}
+    far: dict[int, int] = {}
+    chunk: dict[int, int] = {}
+    for k, s, d, st, nb in zip(prog.kind, prog.src, prog.dst, prog.step, prog.nbytes, strict=True):
+        if k == TRANSFER:
+            route = net.routes[s][d]
+            far[st] = max(far.get(st, 0), len(route))
+            chunk[st] = max(chunk.get(st, 0), nb)
+            for x in route:
+                load[st, x] = load.get((st, x), 0) + nb
+    busiest: dict[int, int] = {}
+    for (st, _x), nb in load.items():
+        busiest[st] = max(busiest.get(st, 0), nb)
+    last = max(busiest, default=0)
+    total = sum((busiest[st] - chunk[st]) * c.beta for st in busiest)
+    return total + chunk.get(last, 0) * c.beta + far.get(last, 0) * c.alpha
 
 
 def program_loads(net: Network, prog: FabricProgram, c: Costs) -> tuple[float, float, float]:

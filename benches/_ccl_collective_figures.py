@@ -37,16 +37,23 @@ def figure_name(collective: str) -> str:
     return f"busbw_{collective}.png"
 
 
+Series = dict[tuple[str, str, str], dict[int, ConfigResult]]
+
+
+def at_gated_chips(grid: Mapping[Any, ConfigResult]) -> Series:
+    """The grid's configs at GATED_CHIPS by (collective, topology, algorithm), then size."""
+    out: Series = {}
+    for key, r in grid.items():
+        if key.chips == GATED_CHIPS:
+            out.setdefault((key.collective, key.topology, key.algorithm), {})[key.size] = r
+    return out
+
+
 def series(
-    grid: Mapping[Any, ConfigResult], collective: str, topology: str, algorithm: str
+    drawn: Series, collective: str, topology: str, algorithm: str
 ) -> tuple[list[int], list[ConfigResult]]:
     """A collective's configs at GATED_CHIPS on one topology with one algorithm, by size."""
-    rows = {
-        key.size: r
-        for key, r in grid.items()
-        if (key.collective, key.topology, key.chips, key.algorithm)
-        == (collective, topology, GATED_CHIPS, algorithm)
-    }
+    rows = drawn.get((collective, topology, algorithm), {})
     sizes = [s for s in SIZES if s in rows]
     return sizes, [rows[s] for s in sizes]
 
@@ -59,14 +66,14 @@ def _size_axis(ax: Any) -> None:
     ax.minorticks_off()
 
 
-def busbw_figure(grid: Mapping[Any, ConfigResult], collective: str, path: Path, where: str) -> Path:
+def busbw_figure(grid: Series, collective: str, path: Path, where: str) -> Path:
     """busbw vs size of one collective (module docstring)."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
     algorithms = COLLECTIVE_ALGORITHMS[collective]
     drawn = [r for t in TOPOLOGIES for a in algorithms for r in series(grid, collective, t, a)[1]]
-    fig, axes = plt.subplots(2, 2, figsize=(13, 9.5), squeeze=False)
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9.5), squeeze=False, sharex=True)
     fig.suptitle(
         f"{collective} bus bandwidth vs message size ({SIZE_IS[collective]}), {GATED_CHIPS} "
         f"chips (nccl-tests busbw = algbw x {FACTOR[collective]}, GB = 1e9 B; log scale)\n"
@@ -74,7 +81,7 @@ def busbw_figure(grid: Mapping[Any, ConfigResult], collective: str, path: Path, 
         + provenance(drawn, f" plotted on {where}"),
         fontsize=11,
     )
-    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.1, top=0.86, wspace=0.18, hspace=0.42)
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.14, top=0.86, wspace=0.18, hspace=0.12)
     for ax, topology in zip(axes.flat, TOPOLOGIES, strict=True):
         for algorithm in algorithms:
             xs, rows = series(grid, collective, topology, algorithm)
@@ -94,11 +101,12 @@ def busbw_figure(grid: Mapping[Any, ConfigResult], collective: str, path: Path, 
         titled(ax, topology)
         ax.set_yscale("log")
         ax.set_ylabel("busbw (GB/s, log scale)")
-        _size_axis(ax)
         ax.grid(True, which="major", alpha=0.3)
-        handles = [Line2D([], [], color=COLORS[a], label=a) for a in algorithms]
-        handles.append(Line2D([], [], color="gray", linestyle="--", label="model"))
-        ax.legend(handles=handles + provenance_handles(), fontsize=7, loc="lower right")
+    for ax in axes[1]:
+        _size_axis(ax)
+    handles = [Line2D([], [], color=COLORS[a], label=a) for a in algorithms]
+    handles.append(Line2D([], [], color="gray", linestyle="--", label="model"))
+    fig.legend(handles=handles + provenance_handles(), loc="lower center", ncol=6, fontsize=9)
     return save(fig, path)
 
 
@@ -107,8 +115,9 @@ def collective_figures(
 ) -> Sequence[Path]:
     """One busbw figure per collective that has configs in the grid."""
     present = {key.collective for key in grid}
+    drawn = at_gated_chips(grid)
     return [
-        busbw_figure(grid, c, outdir / figure_name(c), where)
+        busbw_figure(drawn, c, outdir / figure_name(c), where)
         for c in MORE_COLLECTIVES
         if c in present
     ]

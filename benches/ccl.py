@@ -11,9 +11,10 @@ is regen-only: a normal run draws its figures from the baseline values.
 
 The other collectives (all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv;
 ``sim.collectives.catalog``) are a ``collective`` axis: one group per collective and
-interconnect, every algorithm it runs, the same chips and sizes, ids in nccl-tests' naming
+interconnect, every algorithm it runs, 8 chips at every size and 4, 6, 9 and 16 chips at
+1 KiB .. 64 MiB by x16, ids in nccl-tests' naming
 ``<collective>-<topology>-p<chips>-<algorithm>-<size>`` (allreduce keeps its ids, which have
-no collective). Gated: 8 chips at 1 MiB, 6 and 9 chips at 64 KiB (every collective x
+no collective). Gated: 8 chips at 1 MiB, 6 and 9 chips at 16 KiB (every collective x
 algorithm x topology x chip-count class); the rest regen-only. Sizes follow nccl-tests: the
 output of all_gather, the input of reduce_scatter, one chip's send buffer of alltoall
 (rounded down to whole blocks, as nccl-tests does), the buffer of broadcast and reduce (root:
@@ -41,8 +42,10 @@ from benches._ccl_sweep import (
     CHIPS,
     GATED_CHIPS,
     GATED_SIZES,
+    MORE_CHIPS,
     MORE_COLLECTIVES,
     MORE_GATED_SIZES,
+    MORE_SIZES,
     SIZES,
     TOPOLOGIES,
     TORUS_DIMS,
@@ -222,14 +225,15 @@ SWEEP = [
         {
             "collective": [c],
             "topology": [t],
-            "chips": CHIPS,
+            "chips": chips,
             "algorithm": list(COLLECTIVE_ALGORITHMS[c]),
-            "size": SIZES,
+            "size": sizes,
         },
         gated=gated_more,
     )
     for c in MORE_COLLECTIVES
     for t in TOPOLOGIES
+    for chips, sizes in (([GATED_CHIPS], SIZES), (MORE_CHIPS, MORE_SIZES))
 ]
 
 BENCH = Bench(

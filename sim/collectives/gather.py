@@ -23,9 +23,9 @@ starts with a whole vector per chip and ends with block ``c`` of the sum on chip
   its data to its odd neighbour (reduce_scatter: its whole vector, reduced in; all_gather:
   its block), the ``2^floor(lg p)`` survivors run the power-of-two algorithm on regions
   that hold both blocks of a pair, and each odd chip hands the result back (reduce_scatter:
-  the even chip's block; all_gather: everything but the even chip's own block). (MPICH's
-  allgather handles other ``p`` inside the doubling instead; the fold keeps one shape for
-  every collective here.)
+  the even chip's block; all_gather: everything but the even chip's own block). (MPICH
+  runs its recursive-doubling allgather for powers of two only, and Bruck's algorithm or a
+  ring otherwise; the fold gives the algorithm every ``p`` here, as for the allreduce.)
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """What a collective is: its name, its algorithm and its schedule of messages.
 
 A **schedule** is a list of steps; a step is a list of messages ``src -> dst`` of an element
-range ``[lo, hi)`` of the vector, either reduced into the destination or copied over it.
+range ``[lo, hi)`` of the vector, either reduced into the destination or copied over it, at
+the same offset or, when the message says ``at``, at ``[at, at + hi - lo)`` (alltoall).
 When it runs, every message is cut into equal chunks (:mod:`sim.collectives.compile`).
 """
 

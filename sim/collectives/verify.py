@@ -12,6 +12,13 @@ A transfer whose recorded links do not lead from its sender to its consumer's ch
 consumer that starts before its data arrived, is an error naming the ops. When every
 consumer reduces a fresh send (``direct``), sums and ORs commute, so the replay adds the
 log's reductions up in numpy instead of in time order (same result, :func:`_replay_sums`).
+A message that lands at another offset (``Message.at``: alltoall's blocks) moves its pieces
+by ``s`` elements, and ``A + B e`` becomes ``(A + B s) + B e`` there: still exact.
+
+What each chip must end with (:func:`expected`) is each collective's definition: the sum
+(allreduce; reduce_scatter on a chip's shares; reduce on the root), a share's owner's input
+(all_gather), the root's input (broadcast), chip ``c-1``'s input (sendrecv), block ``d`` of
+chip ``i``'s input as block ``i`` of chip ``d`` (alltoall).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Figures of the ccl bench (drawn by the controller from every config's metrics): busbw and
-time vs size, the fastest algorithm per size x chips, simulated vs modelled time."""
+"""Figures of the ccl bench (drawn by the controller from every config's metrics): allreduce's
+busbw and time vs size, the fastest algorithm per size x chips, simulated vs modelled time;
+and one busbw figure per other collective (:mod:`benches._ccl_collective_figures`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from benches._ccl_collective_figures import collective_figures
 from benches._ccl_nccltests import write_tables
 from benches._ccl_sweep import CHIPS, GATED_CHIPS, SIZES, TOPOLOGIES, size_label
 from benches._shared import bench_topology, grid_by
@@ -86,6 +88,10 @@ def _size_axis(ax: Any) -> None:
 
 def _at_chips(grid: Grid, chips: int) -> list[ConfigResult]:
     return [r for key, r in grid.items() if key.collective == ALLREDUCE and key.chips == chips]
+
+
+def _allreduce(grid: Grid) -> list[ConfigResult]:
+    return [r for key, r in grid.items() if key.collective == ALLREDUCE]
 
 
 def _note(results: list[ConfigResult], what: str = "") -> str:
@@ -213,7 +219,7 @@ def _best_algorithm(grid: Grid, path: Path) -> Path:
         "Fastest allreduce algorithm (simulated) by message size and chip count; second line: "
         "how much slower the runner-up is\n"
         f"grey 'ring=HD': a tie (within {TIE:.1%}); outlined cells were measured in this run, "
-        "the rest reused from the baseline\n" + _note(list(grid.values()))
+        "the rest reused from the baseline\n" + _note(_allreduce(grid))
     )
     order = list(ALGORITHMS)
     cmap = ListedColormap(["#ffffff", TIE_COLOR, *(ALGO_COLORS[a] for a in order)])
@@ -270,7 +276,7 @@ def _best_algorithm(grid: Grid, path: Path) -> Path:
 def _sim_vs_model(grid: Grid, path: Path) -> Path:
     from matplotlib.lines import Line2D
 
-    ratios = [r.metrics["sim_model_ratio"] for r in grid.values()]
+    ratios = [r.metrics["sim_model_ratio"] for r in _allreduce(grid)]
     errors = [abs(math.log(x)) for x in ratios if x > 0]
     geomean = math.exp(sum(errors) / len(errors)) - 1 if errors else 0.0
     fig, axes = _panels(
@@ -278,7 +284,7 @@ def _sim_vs_model(grid: Grid, path: Path) -> Path:
         "misses; <1: overlap it misses)\n"
         f"geomean |error| {geomean:.1%}, worst {max(ratios, default=1):.2f}x and "
         f"{min(ratios, default=1):.2f}x; hollow: reused from the baseline (not re-run)\n"
-        + _note(list(grid.values()))
+        + _note(_allreduce(grid))
     )
     for ax, topology in zip(axes, TOPOLOGIES, strict=True):
         for algorithm in algorithms_for(topology):
@@ -330,8 +336,9 @@ def _sim_vs_model(grid: Grid, path: Path) -> Path:
 
 
 def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
-    """busbw and time vs size, the fastest algorithm per size x chips, sim vs model; beside
-    them (not figures: not listed), each 8-chip sweep as an nccl-tests table."""
+    """busbw and time vs size, the fastest algorithm per size x chips, sim vs model; busbw
+    vs size per other collective; beside them (not figures: not listed), each 8-chip sweep as
+    an nccl-tests table."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -343,4 +350,5 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
         _time_vs_size(grid, outdir / "time_vs_size.png"),
         _best_algorithm(grid, outdir / "best_algorithm.png"),
         _sim_vs_model(grid, outdir / "sim_vs_model.png"),
+        *collective_figures(grid, outdir, TOPOLOGY.fingerprint),
     ]

@@ -1,6 +1,6 @@
 """The ccl bench's axes (not a bench: the name starts with ``_``): message sizes,
-interconnects, chip counts and which configs are gated; shared by the bench and its
-figures."""
+interconnects, chip counts, the collectives beside allreduce and which configs are gated;
+shared by the bench and its figures."""
 
 from __future__ import annotations
 
@@ -31,3 +31,21 @@ def size_label(nbytes: int) -> str:
     if nbytes >= MIB and nbytes % MIB == 0:
         return f"{nbytes // MIB} MiB"
     return f"{nbytes // KIB} KiB" if nbytes % KIB == 0 else f"{nbytes} B"
+
+
+#: the collectives beside allreduce (``sim.collectives.catalog``), each a sweep group of its own
+#: per interconnect with every algorithm it runs; their configs carry a ``collective`` param
+MORE_COLLECTIVES = ["all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"]
+#: their chip counts: GATED_CHIPS at every size (the figures), the others at every other
+#: size by x16 (1 KiB .. 64 MiB), so that their regen-only configs stay few enough that a
+#: gated run does not pay much for skipping them
+MORE_CHIPS = [4, 6, 9, 16]
+MORE_SIZES = SIZES[::2]
+#: gated sizes of those: one per chip-count class (a power of two, even, odd), small enough
+#: that their 180 configs add a few seconds to the gated run
+MORE_GATED_SIZES = {8: (MIB,), 6: (16 * KIB,), 9: (16 * KIB,)}
+
+
+def gated_more(params: dict[str, Any]) -> bool:
+    """Whether a config of another collective is gated (:data:`MORE_GATED_SIZES`)."""
+    return params["size"] in MORE_GATED_SIZES.get(params["chips"], ())

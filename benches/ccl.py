@@ -1,4 +1,5 @@
-"""The ccl bench: allreduce over sizes, algorithms, chip topologies and chip counts.
+"""The ccl bench: nccl-tests' collectives over sizes, algorithms, chip topologies and chip
+counts.
 
 Every algorithm valid on each of ring, fully_connected, switch and torus2d (``torus2d``,
 rows then columns, only on the torus) runs on 4, 6, 8, 9, 12 and 16 chips, 1 KiB .. 256 MiB
@@ -6,36 +7,64 @@ by x4. Gated (:func:`gated`, every algorithm x topology): 8 chips at 4 KiB, 256 
 16 MiB (latency-, mid- and bandwidth-bound), 4 chips at 64 MiB, 16 chips at 64 KiB, 6
 chips (not a power of two: the halving-doubling fold, a 2 x 3 torus) and 9 chips (odd: the
 shifted second tree, a 3 x 3 torus whose ring order needs a wrap link) at 1 MiB. The rest
-is regen-only: a normal run draws its figures from the baseline values. Each config
-simulates one allreduce (``sim.collectives``), checks
-it like nccl-tests (``#wrong`` from a replay of the op log must be 0) and against lower
-bounds no allreduce can beat, and sets the analytic model (``sim.collectives.model``) beside
-it. Byte and record counters are gated exactly (tolerance 0), the time at 0.1 %.
-Bandwidths follow nccl-tests: ``algbw = bytes / time``, ``busbw = algbw * 2(p-1)/p``,
-GB = 1e9 bytes. Everything hardware comes from the topology file; the sweep only
-overrides the chip count and interconnect (``Topology.replace_chips``).
+is regen-only: a normal run draws its figures from the baseline values.
+
+The other collectives (all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv;
+``sim.collectives.catalog``) are a ``collective`` axis: one group per collective and
+interconnect, every algorithm it runs, 8 chips at every size and 4, 6, 9 and 16 chips at
+1 KiB .. 64 MiB by x16, ids in nccl-tests' naming
+``<collective>-<topology>-p<chips>-<algorithm>-<size>`` (allreduce keeps its ids, which have
+no collective). Gated: 8 chips at 1 MiB, 6 and 9 chips at 16 KiB (every collective x
+algorithm x topology x chip-count class); the rest regen-only. Sizes follow nccl-tests: the
+output of all_gather, the input of reduce_scatter, one chip's send buffer of alltoall
+(rounded down to whole blocks, as nccl-tests does), the buffer of broadcast and reduce (root:
+chip 0), what each chip sends in sendrecv.
+
+Each config simulates one collective (``sim.collectives``), checks it like nccl-tests
+(``#wrong`` from a replay of the op log must be 0) and against lower bounds no schedule of
+that collective can beat (``sim.collective_bounds``), and sets the analytic model
+(``sim.collective_model``) beside it. Byte and record counters are gated exactly (tolerance
+0), the time at 0.1 %. Bandwidths follow nccl-tests: ``algbw = bytes / time``, ``busbw =
+algbw * factor`` with its factors (``2(p-1)/p`` allreduce, ``(p-1)/p`` all_gather,
+reduce_scatter and alltoall, 1 broadcast, reduce and sendrecv), GB = 1e9 bytes. Everything
+hardware comes from the topology file; the sweep only overrides the chip count and
+interconnect (``Topology.replace_chips``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from benches._ccl_collective_figures import figure_name
 from benches._ccl_figures import figure_grid as figure_grid
 from benches._ccl_figures import figures
 from benches._ccl_sweep import (
     CHIPS,
     GATED_CHIPS,
     GATED_SIZES,
+    MORE_CHIPS,
+    MORE_COLLECTIVES,
+    MORE_GATED_SIZES,
+    MORE_SIZES,
     SIZES,
     TOPOLOGIES,
     TORUS_DIMS,
     gated,
+    gated_more,
     size_label,
 )
 from benches._shared import bench_topology, chips_meta, trace_writer
 from pytest_npubench import Bench, Metric, Result, Sweep
-from sim import OpLog, Topology, allreduce, collective_metrics, collective_model
-from sim.collectives import algorithms_for, bounds_ps, bus_factor
+from sim import (
+    OpLog,
+    Topology,
+    allreduce,
+    collective_bounds,
+    collective_metrics,
+    collective_model,
+    run_collective,
+)
+from sim.collectives import COLLECTIVE_ALGORITHMS, CollectiveRun, algorithms_for, bus_factor
 
 TOPOLOGY = bench_topology()
 
@@ -64,8 +93,11 @@ METRICS = {
 
 
 def config_id(params: dict[str, Any]) -> str:
+    """``<topology>-p<chips>-<algorithm>-<size>`` (allreduce), with ``<collective>-`` in front
+    for the other collectives (nccl-tests' names)."""
     size = size_label(params["size"]).replace(" ", "")
-    return f"{params['topology']}-p{params['chips']}-{params['algorithm']}-{size}"
+    head = f"{params['collective']}-" if "collective" in params else ""
+    return f"{head}{params['topology']}-p{params['chips']}-{params['algorithm']}-{size}"
 
 
 def topology_for(params: dict[str, Any]) -> Topology:
@@ -75,27 +107,41 @@ def topology_for(params: dict[str, Any]) -> Topology:
     return TOPOLOGY.replace_chips(count=chips, topology=params["topology"], torus_dims=dims)
 
 
+def simulate(params: dict[str, Any]) -> CollectiveRun:
+    """The config's collective, simulated (allreduce through ``sim.allreduce``)."""
+    topo, size, algorithm = topology_for(params), params["size"], params["algorithm"]
+    collective = params.get("collective", "allreduce")
+    if collective == "allreduce":
+        return allreduce(topo, size, algorithm)
+    return run_collective(topo, size, algorithm, collective)
+
+
 def run(params: dict[str, Any]) -> Result:
-    """Simulate one allreduce, check #wrong (op-log replay) and the lower bounds, model it."""
+    """Simulate one collective, check #wrong (op-log replay) and the lower bounds, model it."""
     topo = topology_for(params)
     size, algorithm = params["size"], params["algorithm"]
-    sim_run = allreduce(topo, size, algorithm)
+    collective = params.get("collective", "allreduce")
+    sim_run = simulate(params)
     got = collective_metrics(sim_run)
-    mod = collective_model(topo, algorithm, size)
-    bounds = bounds_ps(topo, size)
+    mod = collective_model(topo, algorithm, size, collective)
+    bounds = collective_bounds(topo, size, collective)
     problems = []
     if sim_run.wrong:
         total = sim_run.chips * sim_run.schedule.count
+        what = "the sum" if collective == "allreduce" else f"what {collective} defines"
         problems.append(
-            f"#wrong = {sim_run.wrong} of {total} elements differ from the sum: {sim_run.problem}"
+            f"#wrong = {sim_run.wrong} of {total} elements differ from {what}: {sim_run.problem}"
         )
     for what in ("bandwidth", "latency", "reduce", "hbm"):
         bound = getattr(bounds, what)
         if sim_run.time_ps < bound:
             problems.append(f"time {sim_run.time_ps} ps beats the {what} bound {bound:.0f} ps")
     resource_ps = max(mod.busiest_link_ps, mod.busiest_engine_ps, mod.busiest_hbm_ps)
+    moved = size if collective == "allreduce" else sim_run.nbytes  # alltoall: whole blocks
     algo_bound = (
-        size * bus_factor("allreduce", sim_run.chips) / (resource_ps / 1000) if size else 0.0
+        moved * bus_factor(collective, sim_run.chips) / (resource_ps / 1000)
+        if moved and resource_ps
+        else 0.0
     )
     metrics = {
         **{k: v for k, v in got.items() if k in METRICS},
@@ -111,7 +157,7 @@ def run(params: dict[str, Any]) -> Result:
 
 def op_log(params: dict[str, Any]) -> OpLog:
     """The config's op log (one process per chip, one lane per link), for its trace."""
-    return allreduce(topology_for(params), params["size"], params["algorithm"]).log
+    return simulate(params).log
 
 
 trace = trace_writer("ccl", config_id, op_log)
@@ -125,6 +171,7 @@ def meta() -> dict[str, Any]:
         chunk_kib=chips.chunk_kib,
         staging_buffers=chips.staging_buffers,
         bytes_per_element=TOPOLOGY.bpe,
+        collectives_gated_sizes={str(p): list(v) for p, v in MORE_GATED_SIZES.items()},
         torus_dims={str(p): list(d) for p, d in TORUS_DIMS.items()},
         gated_chips=GATED_CHIPS,
         gated_sizes={str(p): list(v) for p, v in GATED_SIZES.items()},
@@ -154,16 +201,39 @@ CAPTIONS = {
         "misses contention, below 1 it misses overlap. Lines join the 8-chip configs; hollow "
         "markers are reused from the baseline (not re-run)."
     ),
+    **{
+        figure_name(c): (
+            f"{c}: bus bandwidth (nccl-tests busbw) against message size at {GATED_CHIPS} "
+            "chips, one panel per interconnect, one line per algorithm: simulated (markers, "
+            "hollow where reused from the baseline) and the model (dashed)."
+        )
+        for c in MORE_COLLECTIVES
+    },
 }
 
 
-#: one group per interconnect, each with the algorithms it can run (torus2d only on the torus)
+#: one group per interconnect, each with the algorithms it can run (torus2d only on the torus);
+#: then one group per other collective and interconnect, with a ``collective`` axis
 SWEEP = [
     Sweep(
         {"topology": [t], "chips": CHIPS, "algorithm": list(algorithms_for(t)), "size": SIZES},
         gated=gated,
     )
     for t in TOPOLOGIES
+] + [
+    Sweep(
+        {
+            "collective": [c],
+            "topology": [t],
+            "chips": chips,
+            "algorithm": list(COLLECTIVE_ALGORITHMS[c]),
+            "size": sizes,
+        },
+        gated=gated_more,
+    )
+    for c in MORE_COLLECTIVES
+    for t in TOPOLOGIES
+    for chips, sizes in (([GATED_CHIPS], SIZES), (MORE_CHIPS, MORE_SIZES))
 ]
 
 BENCH = Bench(

@@ -67,7 +67,8 @@ def bounds_ps(
     * HBM: every element of a chip's input must be read from its HBM once and every element
       of its result written once (sends and reductions read, copies and reductions write;
       a forwarded chunk may stream on chip): ``(input + output bytes) / hbm_bw``, ``2n`` for
-      allreduce, ``n + n/p`` for reduce-scatter and all-gather.
+      allreduce, ``n + n/p`` for reduce-scatter, ``n`` for all-gather (its block is read, the
+      rest written: its own block is in place).
 
     A call's runtime costs (``collectives``, ADR 0021) only add: nothing starts before the
     launch (added to every term), a protocol's link rate is its efficiency's share (the
@@ -96,6 +97,8 @@ def bounds_ps(
     if net.switch_reduce_bws:  # a switch that reduces and multicasts (sim.collectives.nvls_model)
         sent, reduced = machine_sent_bytes(collective, p, float(nbytes), share)
     memory = 2.0 * nbytes if collective == "allreduce" else nbytes * (1 + 1 / p)
+    if collective == "all_gather":  # a chip's own block is in place: read once, the rest written
+        memory = float(nbytes)
     diameter = max(net.hops(s, d) for s in range(p) for d in range(p))
     return Bounds(
         bandwidth=launch + sent * c.beta / efficiency / degree,

@@ -108,6 +108,8 @@ def fabric_program(schedule: Schedule) -> Compiled:
             if (m.lo, m.hi) not in cache:
                 cache[m.lo, m.hi] = chunks(m.lo, m.hi, bpe, chunk, depth)
                 cuts.update(x for r in cache[m.lo, m.hi] for x in r)
+            if m.at is not None:  # where it lands, cut alike (Message.at)
+                cuts.update(x - m.lo + m.at for r in cache[m.lo, m.hi] for x in r)
     bounds = sorted(cuts)
     index = {b: i for i, b in enumerate(bounds)}
     out = Compiled(FabricProgram(), bounds)
@@ -141,6 +143,9 @@ def fabric_program(schedule: Schedule) -> Compiled:
                     note(lo, hi, m.reduce, m.fresh)
                     if laned:
                         lanes += [0] * (op - len(lanes)) + [m.lane]
+                    if m.at is not None:  # lands elsewhere: its pieces there, its span unknown
+                        lo, hi = index[plan[t][0] - m.lo + m.at], index[plan[t][1] - m.lo + m.at]
+                        span = (0, 0)
                     landed.append((m.dst, lo, hi, nb, op, m.reduce, span))
         adding: dict[tuple[int, int, int], tuple[int, tuple[int, ...]]] = {}
         for dst, lo, hi, nb, op, is_reduce, span in landed:

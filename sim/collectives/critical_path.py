@@ -70,13 +70,21 @@ def critical_path(
             check_channels(schedule, net)
     except BudgetError:
         return 0.0, 0.0
-    prog = fabric_program(schedule).program
+    return program_path(net, fabric_program(schedule).program, algorithm in SHARED, c)
+
+
+def program_path(
+    net: Network, prog: FabricProgram, shared: bool, c: Costs, timed: FabricProgram | None = None
+) -> tuple[float, float]:
+    """Terms 5 and 6 of any fabric program (:func:`critical_path`; ``shared``: fair link
+    shares, as for :data:`SHARED`; ``timed``: ``prog`` as the path times it, if not so)."""
     kinds = np.asarray(prog.kind, dtype=np.int64)
     sizes = np.asarray(prog.nbytes, dtype=np.int64)
     given = np.asarray(prog.hbm, dtype=np.int64)
     # hbm_default op by op: a reduction reads and writes its bytes, a send or copy moves them once
     mem_op = np.where(given < 0, np.where(kinds == REDUCTION, 2 * sizes, sizes), given)
-    timed = _shared(net, prog, mem_op.tolist()) if algorithm in SHARED else prog
+    if timed is None:
+        timed = _shared(net, prog, mem_op.tolist()) if shared else prog
     log = simulate_fabric(net, timed, contention=False)
     total = float(log.makespan_ps)
     nlinks, p = len(net.links), net.chips

@@ -16,9 +16,14 @@ from sim.fabric import (
 
 
 def bus_factor(collective: str, chips: int) -> float:
-    """nccl-tests' busbw / algbw: ``2(p-1)/p`` for allreduce, ``(p-1)/p`` for the halves."""
+    """nccl-tests' busbw / algbw (its ``doc/PERFORMANCE.md``): ``2(p-1)/p`` for allreduce,
+    ``(p-1)/p`` for all_gather, reduce_scatter and alltoall, 1 for broadcast, reduce and
+    sendrecv, so that busbw of a bandwidth-optimal ring reads as its link speed whatever the
+    collective; 0 on one chip, where nothing moves."""
     if chips <= 1:
         return 0.0
+    if collective in ("broadcast", "reduce", "sendrecv"):
+        return 1.0
     return (2.0 if collective == "allreduce" else 1.0) * (chips - 1) / chips
 
 

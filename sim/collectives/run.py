@@ -17,12 +17,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from sim.collectives.algorithms import build_schedule
 from sim.collectives.budget import check_collective
-from sim.collectives.compile import Compiled, chunk_count, fabric_program
+from sim.collectives.catalog import build_schedule
+from sim.collectives.compile import Compiled, chunk_count
+from sim.collectives.lockstep import compile_schedule
 from sim.collectives.nvls import NVLS
 from sim.collectives.nvls_program import nvls_program
 from sim.collectives.protocols import choose_protocol, protocol_network
@@ -109,10 +111,12 @@ def run_collective(
     chunk_bytes: int | None = None,
     protocol: str | None = None,
     channels: int | str | None = None,
+    root: int = 0,
 ) -> CollectiveRun:
-    """Simulate one collective of ``nbytes`` on ``topo.chips`` and check its result;
-    ``protocol`` and ``channels`` override ``topo.collectives`` (module docstring)."""
-    if protocol is None and channels is None and topo.collectives.neutral:
+    """Simulate one collective of ``nbytes`` on ``topo.chips`` and check its result (every
+    collective and algorithm: :mod:`sim.collectives.catalog`); ``protocol`` and ``channels``
+    override ``topo.collectives`` (module docstring)."""
+    if protocol is None and channels is None and topo.collectives.neutral and not root:
         for fast in FAST_PATHS:  # today's runtime only: no launch, channels or protocol
             got = fast(topo, nbytes, algorithm, collective, chunk_bytes)
             if got is not None:
@@ -120,7 +124,14 @@ def run_collective(
     nbytes, chunk_bytes = check_collective(topo, nbytes, algorithm, chunk_bytes)  # sim.limits
     net = build_network(topo)
     schedule = build_schedule(
-        topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=net, channels=channels
+        topo,
+        nbytes,
+        algorithm,
+        collective,
+        chunk_bytes=chunk_bytes,
+        network=net,
+        channels=channels,
+        root=root,
     )
     if schedule.channels:
         check_channels(schedule, net)
@@ -166,7 +177,7 @@ def run_schedule(
     net = protocol_network(net, cfg, protocol)
     launch = cfg.launch_ps
     nvls = schedule.algorithm == NVLS  # a switch that reduces (sim.collectives.nvls_program)
-    compiled = nvls_program(schedule, net) if nvls else fabric_program(schedule)
+    compiled = nvls_program(schedule, net) if nvls else compile_schedule(schedule)
     log = simulate_fabric(net, compiled.program)
     if launch:
         log = dataclasses.replace(log, start=log.start + launch, end=log.end + launch)
@@ -204,40 +215,13 @@ def allreduce(
 
 
 def reduce_scatter(
-    topo: Topology,
-    nbytes: int,
-    *,
-    chunk_bytes: int | None = None,
-    protocol: str | None = None,
-    channels: int | str | None = None,
+    topo: Topology, nbytes: int, algorithm: str = "ring", **kw: Any
 ) -> CollectiveRun:
-    """Ring reduce-scatter of an ``nbytes`` vector: chip ``c`` ends with its shares summed."""
-    return run_collective(
-        topo,
-        nbytes,
-        "ring",
-        "reduce_scatter",
-        chunk_bytes=chunk_bytes,
-        protocol=protocol,
-        channels=channels,
-    )
+    """Reduce-scatter of an ``nbytes`` vector: chip ``c`` ends with its shares summed
+    (``kw``: :func:`run_collective`'s keywords)."""
+    return run_collective(topo, nbytes, algorithm, "reduce_scatter", **kw)
 
 
-def all_gather(
-    topo: Topology,
-    nbytes: int,
-    *,
-    chunk_bytes: int | None = None,
-    protocol: str | None = None,
-    channels: int | str | None = None,
-) -> CollectiveRun:
-    """Ring all-gather into an ``nbytes`` vector: every chip ends with every chip's shares."""
-    return run_collective(
-        topo,
-        nbytes,
-        "ring",
-        "all_gather",
-        chunk_bytes=chunk_bytes,
-        protocol=protocol,
-        channels=channels,
-    )
+def all_gather(topo: Topology, nbytes: int, algorithm: str = "ring", **kw: Any) -> CollectiveRun:
+    """All-gather into an ``nbytes`` vector: every chip ends with every chip's shares."""
+    return run_collective(topo, nbytes, algorithm, "all_gather", **kw)

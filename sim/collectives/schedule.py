@@ -1,7 +1,8 @@
 """What a collective is: its name, its algorithm and its schedule of messages.
 
 A **schedule** is a list of steps; a step is a list of messages ``src -> dst`` of an element
-range ``[lo, hi)`` of the vector, either reduced into the destination or copied over it.
+range ``[lo, hi)`` of the vector, either reduced into the destination or copied over it, at
+the same offset or, when the message says ``at``, at ``[at, at + hi - lo)`` (alltoall).
 When it runs, every message is cut into equal chunks (:mod:`sim.collectives.compile`).
 """
 
@@ -16,9 +17,11 @@ import numpy.typing as npt
 from sim.errors import InputError
 
 Algorithm = Literal["ring", "direct", "halving_doubling", "double_binary_tree", "torus2d", "nvls"]
+MoreAlgorithm = Literal["recursive_doubling", "recursive_halving", "pairwise", "binary_tree"]
 
 
 Collective = Literal["allreduce", "reduce_scatter", "all_gather"]
+MoreCollective = Literal["alltoall", "broadcast", "reduce", "sendrecv"]  # sim.collectives.catalog
 
 
 ALGORITHMS: tuple[Algorithm, ...] = (
@@ -58,14 +61,15 @@ class Message:
     reduce: bool
     fresh: bool = False
     lane: int = 0
+    at: int | None = None  # where [lo, hi) lands at dst (None: at lo); sim.collectives.alltoall
 
 
 @dataclass(frozen=True)
 class Schedule:
     """What every chip sends in every step (element ranges), and what each chip must own."""
 
-    collective: Collective
-    algorithm: Algorithm
+    collective: Collective | MoreCollective
+    algorithm: Algorithm | MoreAlgorithm
     chips: int
     count: int
     bytes_per_element: int
@@ -74,6 +78,8 @@ class Schedule:
     shares: tuple[tuple[Range, ...], ...] = ()  # per chip: its ranges (reduce_scatter, all_gather)
     depth: int = 1  # at least this many chunks per message (chips.staging_buffers)
     channels: int = 0  # directed rings of a ring schedule (0: the ring order and its reverse)
+    root: int = 0  # broadcast and reduce: the root chip
+    blocking: bool = False  # each chip's step waits for its last (sim.collectives.lockstep)
 
     @property
     def nbytes(self) -> int:

@@ -12,6 +12,13 @@ A transfer whose recorded links do not lead from its sender to its consumer's ch
 consumer that starts before its data arrived, is an error naming the ops. When every
 consumer reduces a fresh send (``direct``), sums and ORs commute, so the replay adds the
 log's reductions up in numpy instead of in time order (same result, :func:`_replay_sums`).
+A message that lands at another offset (``Message.at``: alltoall's blocks) moves its pieces
+by ``s`` elements, and ``A + B e`` becomes ``(A + B s) + B e`` there: still exact.
+
+What each chip must end with (:func:`expected`) is each collective's definition: the sum
+(allreduce; reduce_scatter on a chip's shares; reduce on the root), a share's owner's input
+(all_gather), the root's input (broadcast), chip ``c-1``'s input (sendrecv), block ``d`` of
+chip ``i``'s input as block ``i`` of chip ``d`` (alltoall).
 """
 
 from __future__ import annotations
@@ -160,6 +167,7 @@ def replay(schedule: Schedule, net: Network, compiled: Compiled, log: OpLog) -> 
     )
     order = np.lexsort((ops, kinds, times))  # at equal times, writes land before reads
     lo, hi, fresh, consumes = compiled.lo, compiled.hi, compiled.fresh, prog.consumes
+    bounds = compiled.bounds
     src = prog.src
     stash: dict[int, tuple[I64, I64, I64]] = {}
     for op in ops[order].tolist():
@@ -172,7 +180,11 @@ def replay(schedule: Schedule, net: Network, compiled: Compiled, log: OpLog) -> 
             else:
                 stash[op] = (a[s, x:y].copy(), b[s, x:y].copy(), mask[s, x:y].copy())
             continue
-        da, db, dm = stash.pop(consumes[op])
+        t = consumes[op]
+        da, db, dm = stash.pop(t)
+        shift = bounds[lo[t]] - bounds[x]  # it landed elsewhere (Message.at): A + B e, e moved
+        if shift:
+            da = da + db * shift
         c = src[op]
         if prog.kind[op] == REDUCTION:
             a[c, x:y] += da
@@ -204,6 +216,8 @@ def _replay_sums(
     fresh = np.asarray(compiled.fresh, dtype=bool)
     if (t < 0).any() or not fresh[t].all() or np.bincount(t).max() > 1:
         return None
+    if not np.array_equal(np.asarray(compiled.lo)[t], np.asarray(compiled.lo)[ops]):
+        return None  # a reduction that lands elsewhere: follow the log
     a, b, mask = (x.copy() for x in start)
     a0, b0, m0 = inputs
     chip = np.asarray(prog.src, dtype=np.int64)[ops]
@@ -222,7 +236,13 @@ def _replay_sums(
 def expected(
     schedule: Schedule, bounds: Sequence[int]
 ) -> tuple[I64, I64, I64, npt.NDArray[np.bool_]]:
-    """Expected ``(A, B, inputs)`` per chip and piece, and which (chip, piece) are defined."""
+    """Expected ``(A, B, inputs)`` per chip and piece, and which (chip, piece) are defined.
+
+    allreduce: the sum everywhere; reduce_scatter: the sum on each chip's shares; reduce: the
+    sum on the root; all_gather: every share's owner's input everywhere; broadcast: the root's
+    input everywhere; sendrecv: chip ``c-1``'s input on chip ``c``; alltoall: on chip ``d``,
+    block ``i`` is block ``d`` of chip ``i``'s input (``A + B e`` moved by ``(d - i) q``).
+    """
     p, n = schedule.chips, len(bounds) - 1
     a, b = input_coefficients(p)
     m = (
@@ -231,22 +251,46 @@ def expected(
         else np.zeros(p, np.int64)
     )
     defined = np.ones((p, n), dtype=bool)
-    if schedule.collective == "allreduce":
-        return np.full((p, n), a.sum()), np.full((p, n), b.sum()), np.full((p, n), m.sum()), defined
-    starts = np.asarray(bounds[:-1])
+    kind = schedule.collective
+    sums = np.full((p, n), a.sum()), np.full((p, n), b.sum()), np.full((p, n), m.sum())
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    if kind == "allreduce":
+        return (*sums, defined)
+    if kind == "reduce":
+        return (*sums, np.arange(p)[:, None] == schedule.root)
+    if kind in ("broadcast", "sendrecv"):
+        who = np.full(p, schedule.root) if kind == "broadcast" else (np.arange(p) - 1) % p
+        return (
+            np.repeat(a[who][:, None], n, 1),
+            np.repeat(b[who][:, None], n, 1),
+            np.repeat(m[who][:, None], n, 1),
+            defined,
+        )
+    if kind == "alltoall":
+        q = max(1, schedule.count // max(p, 1))
+        sender = np.minimum(starts // q, p - 1)[None, :]  # block i of chip d came from chip i
+        chip = np.arange(p)[:, None]
+        return (
+            a[sender] + b[sender] * (chip - sender) * q,
+            b[sender] + 0 * chip,
+            m[sender] + 0 * chip,
+            defined,
+        )
     owner = np.full(n, -1, dtype=np.int64)
     for c, ranges in enumerate(schedule.shares):
         for lo, hi in ranges:
             owner[(starts >= lo) & (starts < hi)] = c
-    if schedule.collective == "all_gather":
+    if kind == "all_gather":
         return (
             np.tile(a[owner], (p, 1)),
             np.tile(b[owner], (p, 1)),
             np.tile(m[owner], (p, 1)),
             defined,
         )
-    defined = owner[None, :] == np.arange(p)[:, None]
-    return np.full((p, n), a.sum()), np.full((p, n), b.sum()), np.full((p, n), m.sum()), defined
+    return (*sums, owner[None, :] == np.arange(p)[:, None])
+
+
+REDUCING = ("allreduce", "reduce_scatter", "reduce")
 
 
 def check(schedule: Schedule, bounds: Sequence[int], got: Replayed) -> tuple[int, str]:
@@ -275,8 +319,10 @@ def check(schedule: Schedule, bounds: Sequence[int], got: Replayed) -> tuple[int
         why.append(f"lacks the inputs of chips {_bits(missing)}")
     if extra:
         why.append(f"holds inputs it should not (chips {_bits(extra)})")
-    if not why:
+    if not why and schedule.collective in REDUCING:
         why.append("counts an input twice")
+    if not why:
+        why.append("holds the right chip's data from the wrong place (an offset mixed up)")
     return total, f"chip {chip}, elements [{lo}, {hi}) {' and '.join(why)}"
 
 

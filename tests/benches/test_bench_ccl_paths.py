@@ -10,7 +10,7 @@ the other classes.
 from __future__ import annotations
 
 import benches.ccl as ccl
-from sim.collectives import ALGORITHMS, algorithms_for
+from sim.collectives import ALGORITHMS, COLLECTIVE_ALGORITHMS, algorithms_for
 
 
 def _klass(chips: int) -> str:
@@ -62,3 +62,36 @@ def test_the_path_list_covers_every_algorithm() -> None:
     assert {a for a, _t, _k in paths} == set(ALGORITHMS)
     assert {t for a, t, _k in paths if a == "torus2d"} == {"torus2d"}
     assert len(paths) == 3 * (4 * 4 + 1)
+
+
+def _more_paths() -> set[tuple[str, str, str, str]]:
+    return {
+        (collective, algorithm, topology, klass)
+        for collective in ccl.MORE_COLLECTIVES
+        for algorithm in COLLECTIVE_ALGORITHMS[collective]
+        for topology in ccl.TOPOLOGIES
+        for klass in ("pow2", "even", "odd")
+    }
+
+
+def test_every_other_collective_path_has_a_gated_config() -> None:
+    """collective x algorithm x topology x {pow2, even, odd} beside allreduce: none lacks a
+    gated config (the recursive algorithms fold for even and odd p, the torus is 2 x 3 and
+    3 x 3 there)."""
+    gated = {
+        (
+            c.params["collective"],
+            c.params["algorithm"],
+            c.params["topology"],
+            _klass(c.params["chips"]),
+        )
+        for c in ccl.BENCH.configs
+        if not c.regen_only and "collective" in c.params
+    }
+    missing = sorted(_more_paths() - gated)
+    assert not missing, f"paths with no gated ccl config: {missing}"
+    assert (
+        len(_more_paths())
+        == 3 * 4 * sum(len(COLLECTIVE_ALGORITHMS[c]) for c in ccl.MORE_COLLECTIVES)
+        == 180
+    )

@@ -249,7 +249,7 @@ def test_same_inputs_same_log() -> None:
         ({"nbytes": 1001}, "whole number of 2-byte elements"),
         ({"algorithm": "butterfly"}, "unknown algorithm"),
         ({"algorithm": "torus2d"}, "needs chips.topology torus2d"),
-        ({"collective": "reduce_scatter", "algorithm": "direct"}, "ring schedule only"),
+        ({"collective": "reduce_scatter", "algorithm": "torus2d"}, "recursive_halving"),
         ({"chunk_bytes": 1}, "smaller than one element"),
     ],
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -48,9 +49,7 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
         gridspec_kw={"height_ratios": [3, 1.3]},
     )
     errors = {
-        (r.params["system"], band): r.metrics.get(f"error_{band}")
-        for r in results.values()
-        for band in ("small", "mid", "large", "overall")
+        (r.params["system"], r.params["band"]): r.metrics.get("error") for r in results.values()
     }
     for col, (system, rows) in enumerate(sorted(curves.items())):
         sizes = sorted(rows)
@@ -62,10 +61,15 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
         for s, b in zip(sizes, sim, strict=True):
             filled = rows[s][2]
             top.plot([s], [b], "o", ms=5, color="#dd8452", mfc="#dd8452" if filled else "none")
-        bands = ", ".join(
-            f"{band} {100 * e:.1f} %"
-            for (sys_, band), e in errors.items()
-            if sys_ == system and e is not None
+        logs = [abs(math.log(rows[s][1] / rows[s][0])) for s in sizes]
+        overall = math.expm1(sum(logs) / len(logs))
+        bands = (
+            ", ".join(
+                f"{band} {100 * e:.1f} %"
+                for (sys_, band), e in errors.items()
+                if sys_ == system and e is not None
+            )
+            + f"; all {100 * overall:.1f} %"
         )
         top.plot(sizes, sim, "-", color="#dd8452", label=f"simulated ({bands})")
         top.set_xscale("log", base=2)

@@ -83,6 +83,18 @@ def estimate_collective(
     return CollectiveEstimate(ops, records, hops, memory, staged > k)
 
 
+def collective_arguments(
+    topo: object, nbytes: object, algorithm: object, chunk_bytes: object
+) -> tuple[Topology, int, int | None]:
+    """A collective's arguments checked (one clear error each), before any work."""
+    t = as_topology(topo)
+    size = whole_number(nbytes, "message size nbytes")
+    chunk = None if chunk_bytes is None else whole_number(chunk_bytes, "chunk_bytes", minimum=1)
+    if not isinstance(algorithm, str):
+        raise InputError(f"algorithm = {short_repr(algorithm)} must be a string, e.g. 'ring'")
+    return t, size, chunk
+
+
 def check_collective(
     topo: object, nbytes: object, algorithm: object, chunk_bytes: object
 ) -> tuple[int, int | None]:
@@ -92,11 +104,8 @@ def check_collective(
     (:func:`estimate_collective`) covers the network's route table (built first) and the
     schedule's transfers, their consumers and the chunks the staging buffers add.
     """
-    t = as_topology(topo)
-    size = whole_number(nbytes, "message size nbytes")
-    chunk = None if chunk_bytes is None else whole_number(chunk_bytes, "chunk_bytes", minimum=1)
-    if not isinstance(algorithm, str):
-        raise InputError(f"algorithm = {short_repr(algorithm)} must be a string, e.g. 'ring'")
+    t, size, chunk = collective_arguments(topo, nbytes, algorithm, chunk_bytes)
+    assert isinstance(algorithm, str)  # collective_arguments refused anything else
     p, kind = t.chips.count, t.chips.topology
     est = estimate_collective(t, size, algorithm, chunk)
     records, hops = est.records, est.hops

@@ -44,7 +44,6 @@ from sim.collectives.compile import Compiled, chunks, fabric_program
 from sim.collectives.run import FAST_PATHS, CollectiveRun
 from sim.collectives.schedule import COLLECTIVES, Schedule
 from sim.collectives.verify import Replayed, ReplayError, replay
-from sim.errors import BudgetError
 from sim.fabric import (
     COPY,
     HBM_ENGINE,
@@ -63,7 +62,7 @@ from sim.fabric import (
     ring_network,
     simulate_fabric,
 )
-from sim.limits import OPS_BUDGET_ENV, ops_budget
+from sim.limits import ops_budget
 from sim.oplog import OpLog
 from sim.topology import Topology, dimensions_of
 
@@ -110,6 +109,10 @@ def ring_case(
         return None
     seg = count // (2 * p)
     depth = max(1, topo.chips.staging_buffers // 2)
+    k = 1 << (max(-(-seg * bpe // chunk), depth, 1) - 1).bit_length()  # as chunks() cuts
+    steps = (2 if collective == "allreduce" else 1) * (p - 1)
+    if 4 * steps * min(k, seg) > ops_budget():  # chip 0's sends and receives of both rings
+        return None  # the full path refuses it, naming the budget
     sizes = tuple(hi - lo for lo, hi in chunks(0, seg, bpe, chunk, depth))
     both = collective == "allreduce"
     steps = (2 if both else 1) * (p - 1)
@@ -423,15 +426,6 @@ def symmetric_run(
     case = ring_case(topo, nbytes, algorithm, collective, chunk_bytes)
     if case is None:
         return None
-    ops = 4 * case.steps * len(case.sizes)  # chip 0's sends and receives of both rings
-    if ops > ops_budget():
-        raise BudgetError(
-            f"ring {case.collective} of {nbytes} bytes on {case.chips} chips: chip 0 alone has "
-            f"{ops} operations ({len(case.sizes)} chunks per message: at least "
-            f"chips.staging_buffers / 2 = {topo.chips.staging_buffers // 2}), over the budget "
-            f"of {ops_budget()}; use fewer staging buffers, or raise the budget: "
-            f"{OPS_BUDGET_ENV}={ops}"
-        )
     net = ring_network(topo)
     prog, view_log = time_quotient(topo, case)
     rep = _rep_log(net, case, view_log)

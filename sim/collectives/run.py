@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.collectives.budget import check_collective
+from sim.collectives.budget import check_collective, collective_arguments
 from sim.collectives.catalog import build_schedule
 from sim.collectives.compile import Compiled, chunk_count
 from sim.collectives.lockstep import compile_schedule
@@ -116,6 +116,7 @@ def run_collective(
     """Simulate one collective of ``nbytes`` on ``topo.chips`` and check its result (every
     collective and algorithm: :mod:`sim.collectives.catalog`); ``protocol`` and ``channels``
     override ``topo.collectives`` (module docstring)."""
+    topo, nbytes, chunk_bytes = collective_arguments(topo, nbytes, algorithm, chunk_bytes)
     if protocol is None and channels is None and topo.collectives.neutral and not root:
         for fast in FAST_PATHS:  # today's runtime only: no launch, channels or protocol
             got = fast(topo, nbytes, algorithm, collective, chunk_bytes)

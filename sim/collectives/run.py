@@ -30,6 +30,7 @@ from sim.collectives.nvls_program import nvls_program
 from sim.collectives.protocols import choose_protocol, protocol_network
 from sim.collectives.schedule import (
     I64,
+    CollectiveError,
     Schedule,
 )
 from sim.collectives.verify import Replayed, ReplayError, check, replay
@@ -137,7 +138,14 @@ def run_collective(
     if schedule.channels:
         check_channels(schedule, net)
     cfg = topo.collectives
-    chosen = choose_protocol(schedule, net, cfg, protocol)
+    if schedule.algorithm == NVLS:  # NCCL runs NVLS with Simple only (tuning.cc)
+        if protocol not in (None, "simple"):
+            raise CollectiveError(
+                f"protocol = {protocol!r}: nvls runs the Simple protocol only, as NCCL's does"
+            )
+        chosen = "simple"
+    else:
+        chosen = choose_protocol(schedule, net, cfg, protocol)
     return run_schedule(schedule, net, collectives=cfg, protocol=chosen)
 
 

@@ -204,3 +204,16 @@ def test_the_model_follows_large_messages(nvls8: Topology, p: int, ports: int) -
     got = sim.allreduce(topo, n, "nvls").time_ps
     modelled = collective_model(topo, "nvls", n).time_ps
     assert abs(modelled / got - 1) < 0.12
+
+
+def test_nvls_runs_simple_on_a_preset_whose_tuner_chooses_and_refuses_another() -> None:
+    """h100-sxm-8 lets the tuner choose (``protocol: auto``); nvls takes Simple, as NCCL's
+    tuner does, and a forced LL is one clear error."""
+    from sim import load_topology
+    from sim.collectives import CollectiveError, run_collective
+
+    topo = load_topology("h100-sxm-8")
+    run = run_collective(topo, 1 << 20, "nvls")
+    assert run.protocol == "simple" and run.wrong == 0
+    with pytest.raises(CollectiveError, match="nvls runs the Simple protocol only"):
+        run_collective(topo, 1 << 20, "nvls", protocol="ll")

@@ -99,9 +99,12 @@ def program_path(
     res = np.concatenate(
         [log.engine[on_link].astype(np.int64), nlinks + chip[reduce], nlinks + p + chip[reads]]
     )
-    work = np.concatenate([nb[on_link] * c.beta, nb[reduce] * c.gamma, mem[reads] * c.mem])
+    # a link's setup (a protocol's handshake, ADR 0023) holds it before every transfer's bytes
+    setup = np.asarray(net.link_setup_ps or (0,) * len(net.links), dtype=np.float64)
+    held = nb * c.beta + np.where(on_link, setup[np.where(on_link, log.engine, 0)], 0.0)
+    work = np.concatenate([held[on_link], nb[reduce] * c.gamma, mem[reads] * c.mem])
     hop = _hop_index(op)
-    late = _sender_queues(net, prog, log, op, hop, on_link, nb * c.beta)
+    late = _sender_queues(net, prog, log, op, hop, on_link, held)
     moved = log.start + np.where(on_link, late[op], 0)
     start = np.concatenate([moved[on_link], log.start[reduce], moved[reads]])
     if not len(res):

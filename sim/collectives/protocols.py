@@ -20,6 +20,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from sim.collectives.channels import lane_route
+from sim.collectives.compile import chunk_count
 from sim.collectives.schedule import CollectiveError, Schedule
 from sim.fabric import Network
 from sim.topology import PROTOCOLS, CollectivesConfig
@@ -38,38 +39,46 @@ __all__ = [
 AUTO = "auto"
 
 
-def derate(net: Network, bw_factor: Fraction, extra_out_latency_ps: int) -> Network:
+def derate(
+    net: Network, bw_factor: Fraction, extra_out_latency_ps: int, out_setup_ps: int = 0
+) -> Network:
     """``net`` with every link's bandwidth times ``bw_factor`` and ``extra_out_latency_ps``
     more latency on the links chips send on (:meth:`Network.derated`: a chip's link to a
     chip or to a switch, not a switch's link down); ``net`` itself when that changes nothing."""
-    if bw_factor == 1 and extra_out_latency_ps == 0:
+    if bw_factor == 1 and extra_out_latency_ps == 0 and out_setup_ps == 0:
         return net
-    return net.derated(bw_factor, extra_out_latency_ps)
+    return net.derated(bw_factor, extra_out_latency_ps, out_setup_ps)
 
 
 def protocol_network(net: Network, cfg: CollectivesConfig, protocol: str) -> Network:
     """The network a run under ``protocol`` times its program on (module docstring)."""
     entry = cfg.protocols(protocol)
-    return derate(net, entry.efficiency_exact, cfg.step_ps(protocol))
+    return derate(net, entry.efficiency_exact, 0, cfg.step_ps(protocol))
 
 
 def modelled_ps(schedule: Schedule, net: Network, launch_ps: int = 0) -> float:
     """The schedule's alpha-beta time on ``net`` (a protocol's network): ``launch`` + each
     step's slowest route's latency (the sum over its links) + the busiest link direction's
-    time (its bytes over its own bandwidth)."""
+    time (its bytes over its own bandwidth, and its setup once per chunk it carries)."""
     bpe = schedule.bytes_per_element
-    lat, bws = net.link_latencies_ps, net.link_bws
+    lat, bws, setup = net.link_latencies_ps, net.link_bws, net.link_setup_ps
     load: dict[int, int] = {}
+    sends: dict[int, int] = {}
     flight = 0
     for step in schedule.steps:
         longest = 0
         for m in step:
             route = lane_route(net, m.src, m.dst, m.lane)
             longest = max(longest, sum(lat[k] for k in route))
+            k_chunks = chunk_count(m.hi - m.lo, bpe, schedule.chunk_bytes, schedule.depth)
             for link in route:
                 load[link] = load.get(link, 0) + (m.hi - m.lo) * bpe
+                sends[link] = sends.get(link, 0) + k_chunks
         flight += longest
-    busiest = max((float(b * 1000 / bws[k]) for k, b in load.items()), default=0.0)
+    busiest = max(
+        (float(b * 1000 / bws[k]) + (setup[k] * sends[k] if setup else 0) for k, b in load.items()),
+        default=0.0,
+    )
     return launch_ps + flight + busiest
 
 

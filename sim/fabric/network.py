@@ -65,11 +65,18 @@ class Network:
     # per switch node (node - chips), its dimension's switch_reduce_gbs; () when no switch
     # reduces (ADR 0021 decision 3, sim.fabric.switch_ops)
     switch_reduce_bws: tuple[Fraction, ...] = ()
+    # per link, a fixed occupancy of every transfer before its bytes (a protocol's per-step
+    # handshake, ADR 0023 decision 2); () when none
+    link_setup_ps: tuple[int, ...] = ()
 
     @property
     def uniform(self) -> bool:
-        """Whether every link has the same bandwidth and the same latency."""
-        return len(set(self.link_bws)) <= 1 and len(set(self.link_latencies_ps)) <= 1
+        """Whether every link has the same bandwidth, latency and setup."""
+        return (
+            len(set(self.link_bws)) <= 1
+            and len(set(self.link_latencies_ps)) <= 1
+            and len(set(self.link_setup_ps)) <= 1
+        )
 
     def _uniform_value(self, values: tuple[Fraction, ...], what: str) -> Fraction:
         if len(set(values)) > 1:
@@ -143,9 +150,12 @@ class Network:
         """Time a transfer of ``nbytes`` occupies one link direction: bytes / its bandwidth
         (``link`` None: the uniform bandwidth, :attr:`link_bw`).
 
-        Latency is flight time, not occupancy: it is added to arrival, not to this.
+        Latency is flight time, not occupancy: it is added to arrival, not to this. A link's
+        setup (``link_setup_ps``, a protocol's handshake) is occupancy: it is added to this.
         """
-        return ps_for_bytes(nbytes, self.link_bw if link is None else self.link_bws[link])
+        setup = self.link_setup_ps
+        extra = (setup[0] if link is None else setup[link]) if setup else 0
+        return extra + ps_for_bytes(nbytes, self.link_bw if link is None else self.link_bws[link])
 
     def hbm_ps(self, nbytes: int) -> int:
         """Time the chip's HBM (one bandwidth server) takes to read or write ``nbytes``."""
@@ -159,12 +169,16 @@ class Network:
         """Links leaving ``chip`` (its injection ports), every lane."""
         return tuple(i for i, (u, _v) in enumerate(self.links) if u == chip)
 
-    def derated(self, bw_factor: Fraction, extra_out_latency_ps: int) -> Network:
+    def derated(
+        self, bw_factor: Fraction, extra_out_latency_ps: int, out_setup_ps: int = 0
+    ) -> Network:
         """This network under a protocol (ADR 0021 decision 2): every link's bandwidth times
         ``bw_factor`` (the protocol's efficiency) and ``extra_out_latency_ps`` (a per-step
         cost) added to the latency of every link leaving a chip (chip to chip, and chip to
-        switch; a switch's links to the chips are unchanged). Routes and lanes are kept."""
-        if bw_factor <= 0 or extra_out_latency_ps < 0:
+        switch; a switch's links to the chips are unchanged); ``out_setup_ps`` occupies those
+        links before every transfer's bytes (the sender's handshake, ADR 0023). Routes and
+        lanes are kept."""
+        if bw_factor <= 0 or extra_out_latency_ps < 0 or out_setup_ps < 0:
             raise ValueError(
                 f"derated({bw_factor}, {extra_out_latency_ps}): the factor must be > 0 and the "
                 "extra latency >= 0"
@@ -177,6 +191,11 @@ class Network:
                 for lat, (u, _v) in zip(self.link_latencies_ps, self.links, strict=True)
             ),
             idle=(self.idle[0] * bw_factor, self.idle[1] + extra_out_latency_ps),
+            link_setup_ps=(
+                tuple(out_setup_ps if u < self.chips else 0 for u, _v in self.links)
+                if out_setup_ps
+                else self.link_setup_ps
+            ),
         )
 
     def ring_order(self) -> tuple[int, ...]:

@@ -32,14 +32,14 @@ PROTOCOL_CHOICES = (*PROTOCOLS, AUTO)
 # key -> (kind, description); kinds: "ns0" (>= 0, whole ps), "channels", "choice", "table"
 COLLECTIVES_KEYS: dict[str, tuple[str, str]] = {
     "launch_ns": ("ns0", "once per collective call (kernel launch + host enqueue), ns"),
-    "step_sync_ns": ("ns0", "per schedule step, per channel (flag handshake), ns"),
+    "step_sync_ns": ("ns0", "each chunk's handshake, holding the sender's link, ns"),
     "channels": ("channels", "rings a collective splits over: a positive integer, or auto"),
     "protocol": ("choice", "simple | ll128 | ll | auto (the least modelled time)"),
     "protocols": ("table", "protocol -> {efficiency, step_ns}; a missing key keeps its default"),
 }
 PROTOCOL_KEYS: dict[str, tuple[str, str]] = {
     "efficiency": ("num", "share of line rate in (0, 1] (flag words travel in the data)"),
-    "step_ns": ("ns0", "added before each step under this protocol, ns"),
+    "step_ns": ("ns0", "this protocol's handshake per chunk (on top of step_sync_ns), ns"),
 }
 
 

@@ -142,7 +142,8 @@ class CollectivesConfig:
         return _ps(self.step_sync_ns)
 
     def step_ps(self, protocol: str) -> int:
-        """The delay before each step of a channel under ``protocol``."""
+        """The handshake of each chunk a chip sends under ``protocol``: it holds the sender's link
+        before the bytes (ADR 0023 decision 2)."""
         return self.step_sync_ps + self.protocols(protocol).step_ps
 
     @property

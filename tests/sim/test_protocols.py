@@ -19,6 +19,7 @@ from sim.collectives import (
     allreduce,
     bounds_ps,
     build_schedule,
+    chunks,
     collective_metrics,
     fabric_program,
 )
@@ -28,6 +29,7 @@ from sim.fabric import build_network, simulate_fabric
 from sim.topology import Topology
 from sim.topology.schema import build
 from sim.topology.system import PROTOCOLS, CollectivesConfig, ProtocolConfig
+from sim.units import ps_for_bytes
 
 BASE = load_topology()
 KIB, MIB = 1024, 1024 * 1024
@@ -59,47 +61,47 @@ def test_neutral_collectives_run_todays_program(algorithm: str) -> None:
     assert protocol_network(net, CollectivesConfig(), "simple") is net
 
 
-def test_a_protocol_derates_every_link_and_adds_its_step_latency() -> None:
+def test_a_protocol_derates_every_link_and_its_step_holds_the_links_chips_send_on() -> None:
+    """ADR 0023 decision 2: bandwidth times the efficiency on every link; the step cost
+    (step_sync + step_ns) occupies every link a chip sends on before each transfer's bytes;
+    latency unchanged; a switch's links down carry no setup."""
     cfg = CollectivesConfig(step_sync_ns=300, ll128=ProtocolConfig(0.92, 200))
-    net = build_network(_topo())
-    got = protocol_network(net, cfg, "ll128")
-    assert got.link_bw == net.link_bw * Fraction(92, 100)
-    assert got.latency_ps == net.latency_ps + 500_000
-    assert (got.links, got.routes, got.reduce_bw, got.hbm_bw) == (
-        net.links,
-        net.routes,
-        net.reduce_bw,
-        net.hbm_bw,
-    )
-
-
-@pytest.mark.parametrize("channels", [0, 7])
-def test_ll_takes_twice_the_link_time(channels: int) -> None:
-    """LL (efficiency 0.5) on a link-bound ring: the busiest link's bytes at half the rate,
-    plus the same fill (one latency, a few bursts a step) as Simple."""
-    p, c = 8, channels or 2
-    n = 64 * MIB // (c * p) * (c * p)
-    topo = _topo()
-    bw = float(topo.chips.link_bw)
-    link_ns = 2 * (p - 1) * n / (c * p) / bw
-    fill_ns = topo.chips.link_latency_ns + 2 * (p - 1) * 3 * topo.hbm.burst_bytes / (bw / 2)
-    simple = allreduce(topo, n, channels=channels).time_ps / 1000
-    ll = allreduce(topo, n, channels=channels, protocol="ll")
-    assert ll.protocol == "ll" and ll.wrong == 0
-    assert 2 * link_ns <= ll.time_ps / 1000 <= 2 * link_ns + fill_ns
-    assert link_ns <= simple <= link_ns + fill_ns
+    for kind in ("fully_connected", "switch"):
+        net = build_network(_topo(kind))
+        got = protocol_network(net, cfg, "ll128")
+        assert got.link_bws == tuple(bw * Fraction(92, 100) for bw in net.link_bws)
+        assert got.link_latencies_ps == net.link_latencies_ps
+        want = tuple(500_000 if u < net.chips else 0 for u, _v in net.links)
+        assert got.link_setup_ps == want and any(want)
+        assert got.link_ps(1000, 0) == want[0] + ps_for_bytes(1000, got.link_bws[0])
+        assert (got.links, got.routes, got.reduce_bw, got.hbm_bw) == (
+            net.links,
+            net.routes,
+            net.reduce_bw,
+            net.hbm_bw,
+        )
 
 
 @pytest.mark.parametrize(("kind", "channels"), [("fully_connected", 7), ("ring", 0)])
-def test_each_step_waits_its_synchronisation_once(kind: str, channels: int) -> None:
-    """A small ring allreduce is a chain of 2 (p-1) steps: step_sync + step_ns more per step
-    is 2 (p-1) times that more in all (a delay, not link time)."""
+def test_each_chunk_a_chip_sends_holds_its_link_a_step_longer(kind: str, channels: int) -> None:
+    """A small ring allreduce is a chain of 2 (p-1) steps of ``k`` chunks per message: the
+    handshake (step_sync + step_ns) holds the sender's link before each chunk, so the call is
+    at least 2 (p-1) handshakes longer and at most 2 (p-1) k longer; and its log is the
+    fabric's timing of the same program on the network with that setup."""
     p, n = 8, 4 * KIB
-    base = allreduce(_topo(kind), n, channels=channels).time_ps
+    base = allreduce(_topo(kind), n, channels=channels)
     slow = _topo(kind, step_sync_ns=1500, simple=ProtocolConfig(1.0, 250))
     got = allreduce(slow, n, channels=channels)
     assert got.wrong == 0
-    assert got.time_ps - base == 2 * (p - 1) * 1_750_000
+    k = max(
+        len(chunks(m.lo, m.hi, 4, got.schedule.chunk_bytes, got.schedule.depth))
+        for step in got.schedule.steps
+        for m in step
+    )
+    more = got.time_ps - base.time_ps
+    assert 2 * (p - 1) * 1_750_000 <= more <= 2 * (p - 1) * k * 1_750_000
+    net = build_network(slow).derated(Fraction(1), 0, 1_750_000)
+    assert got.log.equals(simulate_fabric(net, fabric_program(got.schedule).program))
 
 
 def test_launch_shifts_every_record_and_counts_in_the_bandwidths() -> None:
@@ -120,9 +122,9 @@ def test_launch_shifts_every_record_and_counts_in_the_bandwidths() -> None:
 
 LATENCY_TABLE = {  # Simple has a long handshake, LL a short one at half the rate
     "step_sync_ns": 100,
-    "simple": ProtocolConfig(1.0, 4000),
-    "ll128": ProtocolConfig(0.92, 1500),
-    "ll": ProtocolConfig(0.5, 300),
+    "simple": ProtocolConfig(1.0, 1000),
+    "ll128": ProtocolConfig(0.92, 500),
+    "ll": ProtocolConfig(0.5, 200),
 }
 
 

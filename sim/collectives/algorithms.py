@@ -41,6 +41,7 @@ from sim.collectives.schedule import (
     Message,
     Range,
     Schedule,
+    message_chunk,
 )
 from sim.collectives.trees import double_binary_tree, tree_levels
 from sim.fabric import (
@@ -271,14 +272,7 @@ def build_schedule(
             f"{collective} runs the ring schedule only, not {algorithm!r}; use algorithm='ring'"
         )
     bpe = topo.bpe
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0 or nbytes % bpe:
-        raise CollectiveError(
-            f"message size {nbytes!r} bytes is not a whole number of {bpe}-byte elements; "
-            f"use a non-negative multiple of dtype.bytes_per_element ({bpe})"
-        )
-    chunk = topo.chips.chunk_bytes if chunk_bytes is None else chunk_bytes
-    if chunk < bpe:
-        raise CollectiveError(f"chunk size {chunk} bytes is smaller than one element ({bpe} B)")
+    chunk = message_chunk(topo, nbytes, chunk_bytes)
     chunk -= chunk % bpe
     p = topo.chips.count
     net = network or build_network(topo)

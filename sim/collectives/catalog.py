@@ -33,6 +33,7 @@ from sim.collectives.schedule import (
     CollectiveError,
     Schedule,
     algorithms_for,
+    message_chunk,
 )
 from sim.fabric import Network, build_network
 from sim.topology import Topology
@@ -128,14 +129,7 @@ def build_schedule(
         names = ", ".join(COLLECTIVE_ALGORITHMS[collective])
         raise CollectiveError(f"{collective} has no algorithm {algorithm!r}; use one of {names}")
     bpe = topo.bpe
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0 or nbytes % bpe:
-        raise CollectiveError(
-            f"message size {nbytes!r} bytes is not a whole number of {bpe}-byte elements; "
-            f"use a non-negative multiple of dtype.bytes_per_element ({bpe})"
-        )
-    chunk = topo.chips.chunk_bytes if chunk_bytes is None else chunk_bytes
-    if chunk < bpe:
-        raise CollectiveError(f"chunk size {chunk} bytes is smaller than one element ({bpe} B)")
+    chunk = message_chunk(topo, nbytes, chunk_bytes)
     net = network or build_network(topo)
     count = nbytes // bpe
     one = Built([], count, (((0, count),),))  # one chip: nothing moves, it owns everything

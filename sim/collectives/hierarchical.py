@@ -38,6 +38,7 @@ from sim.collectives.schedule import (
     Message,
     Range,
     Schedule,
+    message_chunk,
 )
 from sim.collectives.trees import double_binary_tree, tree_levels
 from sim.fabric import Network, build_network
@@ -281,14 +282,7 @@ def hierarchical_schedule(
             f"{len(dims)} dimensions"
         )
     bpe = topo.bpe
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0 or nbytes % bpe:
-        raise CollectiveError(
-            f"message size {nbytes!r} bytes is not a whole number of {bpe}-byte elements; "
-            f"use a non-negative multiple of dtype.bytes_per_element ({bpe})"
-        )
-    chunk = topo.chips.chunk_bytes if chunk_bytes is None else chunk_bytes
-    if chunk < bpe:
-        raise CollectiveError(f"chunk size {chunk} bytes is smaller than one element ({bpe} B)")
+    chunk = message_chunk(topo, nbytes, chunk_bytes)
     chunk -= chunk % bpe
     net = network or build_network(topo)
     sizes = tuple(d.size for d in dims)

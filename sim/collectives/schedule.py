@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sim.errors import InputError
+from sim.topology import Topology
 
 Algorithm = Literal["ring", "direct", "halving_doubling", "double_binary_tree", "torus2d", "nvls"]
 MoreAlgorithm = Literal["recursive_doubling", "recursive_halving", "pairwise", "binary_tree"]
@@ -94,3 +95,19 @@ class Schedule:
 def algorithms_for(topology: str) -> tuple[Algorithm, ...]:
     """Allreduce algorithms valid on a chip topology (``torus2d`` needs a torus)."""
     return tuple(a for a in ALGORITHMS if a != "torus2d" or topology == "torus2d")
+
+
+def message_chunk(topo: Topology, nbytes: object, chunk_bytes: int | None) -> int:
+    """The chunk size a schedule of ``nbytes`` cuts its messages by (``chunk_bytes``, else
+    ``chips.chunk_kib``), after checking that ``nbytes`` is whole elements and the chunk at
+    least one: one clear error each."""
+    bpe = topo.bpe
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0 or nbytes % bpe:
+        raise CollectiveError(
+            f"message size {nbytes!r} bytes is not a whole number of {bpe}-byte elements; "
+            f"use a non-negative multiple of dtype.bytes_per_element ({bpe})"
+        )
+    chunk = topo.chips.chunk_bytes if chunk_bytes is None else chunk_bytes
+    if chunk < bpe:
+        raise CollectiveError(f"chunk size {chunk} bytes is smaller than one element ({bpe} B)")
+    return chunk

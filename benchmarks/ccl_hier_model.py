@@ -106,7 +106,7 @@ def preset_table() -> None:
     node, rail = topo.chips.dimensions
     merged = dataclasses.replace(node, ports=1, link_bw_gbs=node.link_bw_gbs * node.ports)
     variants = {
-        "as the file gives it (lane 0: one NVLink port)": topo,
+        "as the file gives it (each message spread over its first hop's 18 ports)": topo,
         "18 NVLink ports merged (one port of 370 GB/s)": topo.replace_dimensions((merged, rail)),
     }
     for label, t in variants.items():

@@ -29,6 +29,7 @@ of every other algorithm.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -243,6 +244,29 @@ def _steps(
     return _zip(*per_half)
 
 
+def spread_over_lanes(steps: Steps, net: Network) -> Steps:
+    """Every message split evenly over the lanes (parallel links or switch ports) of its
+    first hop, part ``i`` on lane ``i``, as NCCL spreads a node's traffic over its channels;
+    on networks without lanes the steps as they are."""
+    if not net.parallel:
+        return steps
+    out: Steps = []
+    for step in steps:
+        spread: list[Message] = []
+        for m in step:
+            first = net.route(m.src, m.dst)
+            lanes = len(net.parallel[first[0]]) if first else 1
+            if lanes <= 1 or m.hi - m.lo < lanes:
+                spread.append(m)
+                continue
+            spread += [
+                dataclasses.replace(m, lo=lo, hi=hi, lane=i)
+                for i, (lo, hi) in enumerate(_ranges(m.lo, m.hi, lanes))
+            ]
+        out.append(spread)
+    return out
+
+
 def hierarchical_schedule(
     topo: Topology,
     nbytes: int,
@@ -288,6 +312,7 @@ def hierarchical_schedule(
     sizes = tuple(d.size for d in dims)
     p, count = net.chips, nbytes // bpe
     steps = _steps(algorithm, collective, sizes, algos, count) if p > 1 else []
+    steps = spread_over_lanes(steps, net)
     shares = hierarchical_shares(sizes, count) if collective != "allreduce" else ()
     return Schedule(
         collective=collective,  # type: ignore[arg-type]

@@ -137,7 +137,8 @@ def model(
     if collective not in COLLECTIVES:
         raise CollectiveError(f"unknown collective {collective!r}; use {', '.join(COLLECTIVES)}")
     if algorithm in HIERARCHICAL_ALGORITHMS:  # per-dimension: sim.collectives.per_dimension
-        return CollectiveModel(**model_fields(topo, algorithm, nbytes, collective, chunk_bytes))  # type: ignore[arg-type]
+        fields = model_fields(topo, algorithm, nbytes, collective, chunk_bytes, protocol)
+        return CollectiveModel(**fields)  # type: ignore[arg-type]
     if collective != "allreduce" and algorithm != "ring":
         raise CollectiveError(f"{collective} is modelled for algorithm='ring' only")
     if algorithm == NVLS:  # a switch that reduces: sim.collectives.nvls_model

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from sim.collectives.algorithms import build_schedule
 from sim.collectives.compile import chunks
 from sim.collectives.hierarchical import HIERARCHICAL_ALGORITHMS, dimension_groups
+from sim.collectives.protocols import choose_protocol, protocol_network
 from sim.collectives.schedule import CollectiveError, Range, Schedule
 from sim.fabric import Network, build_network
 from sim.topology import Topology, dimensions_of
@@ -107,7 +108,7 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
     g = topo.hbm.burst_bytes * (slow + max(gamma, 2 * mem))  # one burst: a link, a reduction
     link_beta = [1000.0 / float(bw) for bw in net.link_bws]
     free: dict[object, float] = {}  # per resource: when it has done its work so far
-    credits: dict[tuple[int, int], list[float]] = {}  # per pair: when each buffer is back
+    credits: dict[tuple[int, int, int], list[float]] = {}  # per pair: when each buffer is back
     buffers = net.staging_buffers
     pieces: dict[Range, int] = {}  # a message's range -> its chunks
     recs: list[tuple[float, float, float, int, int]] = []  # start, end, alpha, chunks, sharing
@@ -118,22 +119,25 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
         plans = []
         work: dict[object, float] = {}
         count: dict[int, int] = {}  # messages per link in this step (they take turns by chunk)
-        pair_chunks: dict[tuple[int, int], int] = {}
+        pair_chunks: dict[tuple[int, int, int], int] = {}
         for m in step:
-            for x in net.routes[m.src][m.dst]:
+            for x in net.route(m.src, m.dst, m.lane):
                 count[x] = count.get(x, 0) + 1
         for m in step:
             nb = (m.hi - m.lo) * bpe
-            route = net.routes[m.src][m.dst]
-            uses: dict[object, float] = {k: nb * link_beta[k] for k in route}
-            if m.reduce:
-                uses["engine", m.dst] = nb * gamma
-            uses["hbm", m.dst] = (2 if m.reduce else 1) * nb * mem
-            alpha = float(sum(net.link_latencies_ps[k] for k in route))
+            route = net.route(m.src, m.dst, m.lane)
             k = pieces.setdefault(
                 (m.lo, m.hi), len(chunks(m.lo, m.hi, bpe, schedule.chunk_bytes, schedule.depth))
             )
-            used = credits.setdefault((m.src, m.dst), [])
+            setup = net.link_setup_ps  # a protocol's handshake per chunk (ADR 0023)
+            uses: dict[object, float] = {
+                x: nb * link_beta[x] + (k * setup[x] if setup else 0) for x in route
+            }
+            if m.reduce:
+                uses["engine", m.dst] = nb * gamma
+            uses["hbm", m.dst] = (2 if m.reduce else 1) * nb * mem
+            alpha = float(sum(net.link_latencies_ps[x] for x in route))
+            used = credits.setdefault((m.src, m.dst, m.lane), [])
             ready = used[len(used) - buffers] if len(used) >= buffers else 0.0
             back = len(used) + k - 1 - buffers  # the buffer its last chunk waits for
             last = used[min(back, len(used) - 1)] if back >= 0 and used else 0.0
@@ -149,7 +153,7 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
                         break
             start = max([ready, *(free.get(x, 0.0) for x in route)])
             plans.append((m, uses, alpha, start, last, k))
-            pair_chunks[m.src, m.dst] = pair_chunks.get((m.src, m.dst), 0) + k
+            pair_chunks[m.src, m.dst, m.lane] = pair_chunks.get((m.src, m.dst, m.lane), 0) + k
             for y, w in uses.items():
                 work[y] = work.get(y, 0.0) + w
         begin: dict[object, float] = {}
@@ -161,16 +165,16 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
         first_start, last_end, top_alpha = math.inf, 0.0, 0.0
         for m, uses, alpha, start, last, k in plans:
             end = max([last, *(free[y] for y in uses)])
-            both = pair_chunks[m.src, m.dst]  # the pair's chunks in this step share buffers
+            both = pair_chunks[m.src, m.dst, m.lane]  # the pair's chunks in this step share buffers
             if both > buffers:  # a window of `buffers` chunks per credit round trip
-                back = max(net.link_latencies_ps[x] for x in net.routes[m.src][m.dst])
-                piece = max(uses[x] for x in net.routes[m.src][m.dst]) / k
+                back = max(net.link_latencies_ps[x] for x in net.route(m.src, m.dst, m.lane))
+                piece = max(uses[x] for x in net.route(m.src, m.dst, m.lane)) / k
                 end = max(end, start + both / buffers * (alpha + piece + g + back))
-            share = max((count[x] for x in net.routes[m.src][m.dst]), default=1)
+            share = max((count[x] for x in net.route(m.src, m.dst, m.lane)), default=1)
             recs.append((start, end, alpha, k, share))
             written[m.dst].append((m.lo, m.hi, len(recs) - 1))
-            back = max(net.link_latencies_ps[x] for x in net.routes[m.src][m.dst])
-            credits[m.src, m.dst] += [  # chunk j is consumed (j + 1) / k of the way through
+            back = max(net.link_latencies_ps[x] for x in net.route(m.src, m.dst, m.lane))
+            credits[m.src, m.dst, m.lane] += [  # chunk j is consumed (j + 1) / k of the way through
                 start + alpha + (j + 1) / k * (end - start) + g + back for j in range(k)
             ]
             finish = max(finish, end + alpha + g)
@@ -206,12 +210,22 @@ def model_fields(
     nbytes: int,
     collective: str = "allreduce",
     chunk_bytes: int | None = None,
+    protocol: str | None = None,
 ) -> dict[str, object]:
     """The fields of :class:`sim.collectives.model.CollectiveModel` for the per-dimension
-    model: its time as the model's time and as its pipeline term, the textbook sum, the
-    other terms 0 (they read one link bandwidth and latency)."""
-    net = build_network(topo)
-    dm = dimension_model_ps(topo, algorithm, nbytes, collective, chunk_bytes=chunk_bytes)
+    model: its time (launch, then the walk on the chosen protocol's network) as the model's
+    time and as its pipeline term, the textbook sum, the other terms 0 (they read one link
+    bandwidth and latency)."""
+    wires = build_network(topo)
+    cfg = topo.collectives
+    schedule = build_schedule(
+        topo, nbytes, algorithm, collective, chunk_bytes=chunk_bytes, network=wires
+    )
+    chosen = choose_protocol(schedule, wires, cfg, protocol)  # as the run chooses
+    net = protocol_network(wires, cfg, chosen)
+    walked = _walk(topo, net, schedule)
+    launch = float(cfg.launch_ps)
+    dm = DimensionModel(walked.time_ps + launch, walked.textbook_ps + launch, walked.steps)
     zero = 0.0
     return {
         "algorithm": algorithm,
@@ -228,6 +242,8 @@ def model_fields(
         "busiest_hbm_ps": zero,
         "textbook_ps": dm.textbook_ps,
         "parts": (),
+        "launch_ps": launch,
+        "protocol": chosen,
     }
 
 

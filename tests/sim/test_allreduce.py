@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from collective_data import inputs, parts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,7 +39,6 @@ from sim.collectives import (
     run_collective,
     run_schedule,
 )
-from sim.collectives.verify import input_coefficients
 from sim.fabric import build_network, simulate_fabric
 from sim.topology import Topology
 
@@ -51,26 +51,6 @@ TOPOLOGIES = ["ring", "fully_connected", "switch", "torus2d"]
 def _topo(kind: str, p: int) -> Topology:
     dims = {6: (2, 3), 8: (2, 4), 9: (3, 3), 4: (2, 2), 16: (4, 4)}.get(p, (1, p))
     return BASE.replace_chips(count=p, topology=kind, torus_dims=dims)
-
-
-def _inputs(p: int, count: int) -> np.ndarray:
-    """Every chip's input vector, materialised: x_c[e] = a_c + b_c * e."""
-    a, b = input_coefficients(p)
-    return a[:, None] + b[:, None] * np.arange(count, dtype=np.int64)[None, :]
-
-
-def _parts(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
-    """The documented split: for a power of two, halve recursively (first half floor);
-    otherwise the first (len % parts) ranges get one element more."""
-    if parts & (parts - 1) == 0:
-        out = [(lo, hi)]
-        while len(out) < parts:
-            out = [r for a, b in out for r in ((a, (a + b) // 2), ((a + b) // 2, b))]
-        return out
-    q, r = divmod(hi - lo, parts)
-    sizes = [q + (i < r) for i in range(parts)]
-    starts = [lo + sum(sizes[:i]) for i in range(parts)]
-    return [(a, a + n) for a, n in zip(starts, sizes, strict=True)]
 
 
 # --- functional ------------------------------------------------------------------------------
@@ -95,7 +75,7 @@ def test_allreduce_sums_every_element(
     run = allreduce(topo, count * BPE, algos[pick % len(algos)], chunk_bytes=chunk_elems * BPE)
     assert run.wrong == 0, run.problem
     assert int(run.log.nbytes.max(initial=0)) <= chunk_elems * BPE, "a transfer exceeds a chunk"
-    want = _inputs(p, count).sum(axis=0)
+    want = inputs(p, count).sum(axis=0)
     for chip in range(p):
         np.testing.assert_array_equal(run.values(chip), want)
 
@@ -107,7 +87,7 @@ def test_every_algorithm_on_every_topology_is_exact(kind: str, p: int) -> None:
     message, ends with #wrong = 0 and the materialised sum on every chip."""
     topo = _topo(kind, p)
     count = 1009
-    want = _inputs(p, count).sum(axis=0)
+    want = inputs(p, count).sum(axis=0)
     for algorithm in algorithms_for(kind):
         run = allreduce(topo, count * BPE, algorithm, chunk_bytes=50 * BPE)
         assert run.wrong == 0, (algorithm, run.problem)
@@ -134,19 +114,19 @@ def test_reduce_scatter_and_all_gather_alone(p: int, count: int) -> None:
     """Ring reduce-scatter leaves chip c with its shares summed (segment c of each half of
     the vector, as the two rings split it); all-gather gives every chip every chip's shares."""
     topo = _topo("ring", p)
-    inputs = _inputs(p, count)
+    x = inputs(p, count)
     rs = reduce_scatter(topo, count * BPE, chunk_bytes=64)
     ag = all_gather(topo, count * BPE, chunk_bytes=64)
     assert rs.wrong == 0 and ag.wrong == 0
-    halves = _parts(0, count, 2)
-    shares = [[_parts(*h, p)[c] for h in halves] for c in range(p)]
+    halves = parts(0, count, 2)
+    shares = [[parts(*h, p)[c] for h in halves] for c in range(p)]
     gathered = np.zeros(count, dtype=np.int64)
     for c, ranges in enumerate(shares):
         for lo, hi in ranges:
-            gathered[lo:hi] = inputs[c, lo:hi]
+            gathered[lo:hi] = x[c, lo:hi]
     for chip, ranges in enumerate(shares):
         for lo, hi in ranges:
-            np.testing.assert_array_equal(rs.values(chip)[lo:hi], inputs[:, lo:hi].sum(axis=0))
+            np.testing.assert_array_equal(rs.values(chip)[lo:hi], x[:, lo:hi].sum(axis=0))
         np.testing.assert_array_equal(ag.values(chip), gathered)
 
 
@@ -218,7 +198,7 @@ def test_check_matches_dense_comparison() -> None:
     final.a[0, i] -= 3 * (lo + 2)  # A + 3e: right only at e = lo + 2
     final.b[0, i] += 3
     final.a[1, j] += 5  # B right, A wrong: the whole piece is wrong
-    want = _inputs(2, count).sum(axis=0)
+    want = inputs(2, count).sum(axis=0)
     piece = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
     e = np.arange(count)
     dense = sum(

@@ -12,6 +12,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from collective_data import inputs, parts
 
 import sim
 from sim import load_topology
@@ -28,7 +29,6 @@ from sim.collectives import (
     run_collective,
     run_schedule,
 )
-from sim.collectives.verify import input_coefficients
 from sim.fabric import build_network
 from sim.topology import Topology
 
@@ -45,39 +45,19 @@ def _topo(kind: str, p: int) -> Topology:
     return BASE.replace_chips(count=p, topology=kind, torus_dims=DIMS.get(p, (1, p)))
 
 
-def _inputs(p: int, count: int) -> np.ndarray:
-    """Every chip's input vector, materialised: x_c[e] = a_c + b_c * e."""
-    a, b = input_coefficients(p)
-    return a[:, None] + b[:, None] * np.arange(count, dtype=np.int64)[None, :]
-
-
-def _parts(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
-    """The documented split: for a power of two, halve recursively (first half floor);
-    otherwise the first (len % parts) ranges get one element more."""
-    if parts & (parts - 1) == 0:
-        out = [(lo, hi)]
-        while len(out) < parts:
-            out = [r for a, b in out for r in ((a, (a + b) // 2), ((a + b) // 2, b))]
-        return out
-    q, r = divmod(hi - lo, parts)
-    sizes = [q + (i < r) for i in range(parts)]
-    starts = [lo + sum(sizes[:i]) for i in range(parts)]
-    return [(a, a + n) for a, n in zip(starts, sizes, strict=True)]
-
-
 def _owned(algorithm: str, p: int, count: int) -> list[list[tuple[int, int]]]:
     """Per chip, the ranges it owns: the ring's segment of each half (two rings), else its
     block of the vector."""
     if algorithm == "ring":
-        halves = _parts(0, count, 2)
-        return [[_parts(*h, p)[c] for h in halves] for c in range(p)]
-    return [[r] for r in _parts(0, count, p)]
+        halves = parts(0, count, 2)
+        return [[parts(*h, p)[c] for h in halves] for c in range(p)]
+    return [[r] for r in parts(0, count, p)]
 
 
 def _want(collective: str, algorithm: str, p: int, count: int, root: int) -> dict[int, np.ndarray]:
     """What each chip must hold, materialised (chips whose result is undefined are left out;
     reduce_scatter: the chip's own ranges, in order)."""
-    x = _inputs(p, count)
+    x = inputs(p, count)
     if collective == "broadcast":
         return {c: x[root] for c in range(p)}
     if collective == "reduce":
@@ -153,7 +133,7 @@ def test_rooted_collectives_take_any_root() -> None:
     """Broadcast and reduce from / to every chip: the root's data everywhere, the sum on the
     root."""
     p, count = 7, 301
-    x = _inputs(p, count)
+    x = inputs(p, count)
     for root in range(p):
         for algorithm in COLLECTIVE_ALGORITHMS["broadcast"]:
             run = sim.broadcast(

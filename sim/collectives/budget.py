@@ -85,14 +85,15 @@ def estimate_collective(
 
 def collective_arguments(
     topo: object, nbytes: object, algorithm: object, chunk_bytes: object
-) -> tuple[Topology, int, int | None]:
-    """A collective's arguments checked (one clear error each), before any work."""
+) -> tuple[Topology, int, int | None, str]:
+    """A collective's arguments checked (one clear error each), before any work: the
+    topology, the size, the chunk (None: the topology's) and the algorithm's name."""
     t = as_topology(topo)
     size = whole_number(nbytes, "message size nbytes")
     chunk = None if chunk_bytes is None else whole_number(chunk_bytes, "chunk_bytes", minimum=1)
     if not isinstance(algorithm, str):
         raise InputError(f"algorithm = {short_repr(algorithm)} must be a string, e.g. 'ring'")
-    return t, size, chunk
+    return t, size, chunk, algorithm
 
 
 def check_collective(
@@ -104,10 +105,9 @@ def check_collective(
     (:func:`estimate_collective`) covers the network's route table (built first) and the
     schedule's transfers, their consumers and the chunks the staging buffers add.
     """
-    t, size, chunk = collective_arguments(topo, nbytes, algorithm, chunk_bytes)
-    assert isinstance(algorithm, str)  # collective_arguments refused anything else
+    t, size, chunk, name = collective_arguments(topo, nbytes, algorithm, chunk_bytes)
     p, kind = t.chips.count, t.chips.topology
-    est = estimate_collective(t, size, algorithm, chunk)
+    est = estimate_collective(t, size, name, chunk)
     records, hops = est.records, est.hops
     what = f"{short_repr(algorithm)} collective of {whole_text(size)} bytes on {p} chips ({kind})"
     parts = f"{short_number(records)} transfers/reductions, {short_number(hops)} route hops"

@@ -49,7 +49,6 @@ __all__ = [
     "MAX_CHANNELS",
     "Channel",
     "disjoint_cycles",
-    "lane_route",
     "max_channels",
     "resolve_channels",
     "ring_channels",
@@ -236,12 +235,6 @@ def ring_channels(topo: Topology, net: Network, channels: int) -> tuple[Channel,
     rings = _rings(net)
     r = len(rings)
     return tuple(Channel(rings[i % r], (i // r) % lanes) for i in range(channels))
-
-
-def lane_route(net: Network, src: int, dst: int, lane: int = 0) -> tuple[int, ...]:
-    """The links a message of lane ``lane`` crosses from ``src`` to ``dst``: on each hop, lane
-    ``lane mod k`` of its ``k`` parallel links or ports (:meth:`Network.route`)."""
-    return net.route(src, dst, lane)
 
 
 def set_lanes(program: FabricProgram, lanes: Sequence[int]) -> None:

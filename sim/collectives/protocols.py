@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from sim.collectives.channels import lane_route
 from sim.collectives.compile import chunk_count
 from sim.collectives.schedule import CollectiveError, Schedule
 from sim.fabric import Network
@@ -68,7 +67,7 @@ def modelled_ps(schedule: Schedule, net: Network, launch_ps: int = 0) -> float:
     for step in schedule.steps:
         longest = 0
         for m in step:
-            route = lane_route(net, m.src, m.dst, m.lane)
+            route = net.route(m.src, m.dst, m.lane)
             longest = max(longest, sum(lat[k] for k in route))
             k_chunks = chunk_count(m.hi - m.lo, bpe, schedule.chunk_bytes, schedule.depth)
             for link in route:

@@ -117,7 +117,9 @@ def run_collective(
     """Simulate one collective of ``nbytes`` on ``topo.chips`` and check its result (every
     collective and algorithm: :mod:`sim.collectives.catalog`); ``protocol`` and ``channels``
     override ``topo.collectives`` (module docstring)."""
-    topo, nbytes, chunk_bytes = collective_arguments(topo, nbytes, algorithm, chunk_bytes)
+    topo, nbytes, chunk_bytes, algorithm = collective_arguments(
+        topo, nbytes, algorithm, chunk_bytes
+    )
     if protocol is None and channels is None and topo.collectives.neutral and not root:
         for fast in FAST_PATHS:  # today's runtime only: no launch, channels or protocol
             got = fast(topo, nbytes, algorithm, collective, chunk_bytes)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
+from pytest_npubench.headline import GATE_VERDICTS, headline_line, ranked_metrics
+from pytest_npubench.numbers import column_header
 from pytest_npubench.report import (
     bench_line,
     explanation,
@@ -24,7 +26,6 @@ from pytest_npubench.report import (
     metric_cell,
     metric_rows,
     ordered,
-    percent,
     regen_command,
     summary_columns,
 )
@@ -52,6 +53,8 @@ tr.reused-baseline td, tr.missing-baseline td { color: #777; background: #f6f6f6
 td.id code { white-space: nowrap; } th { cursor: pointer; background: #f4f4f4; }
 details { margin: .4em 0; } summary { cursor: pointer; font-weight: 600; }
 .banner li { margin: .15em 0; } input.filter { margin: .3em 0; padding: .2em .4em; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; max-width: 100%; overflow-x: auto; }
+details.bench > summary { font-size: 1.1em; }
 """
 
 #: Sorts a table by the clicked column (numbers by value) and filters rows by a text box.
@@ -106,7 +109,8 @@ def render_index(
 ) -> str:
     """The whole page as a string. ``drawn``: trace links whose timeline PNG exists;
     ``interrupted``: the run was stopped before it ended (the page says so first)."""
-    verdicts = FAILING + (("improved",) if fail_improvements and not regen else ())
+    verdicts = FAILING + (("changed",) if not regen else ())
+    verdicts += ("improved",) if fail_improvements and not regen else ()
     failing = [
         (bench, r)
         for bench, results, _ in benches
@@ -179,13 +183,11 @@ def _status(
 
 
 def _failure_overview(failing: Sequence[tuple[Bench, ConfigResult]]) -> list[str]:
-    rows = [["bench", "config", "verdict", "gated metrics beyond tolerance"]]
+    rows = [["bench", "config", "verdict", "what moved (headline first)"]]
     for bench, r in failing:
-        moved = [
-            f"{name} {percent(r.comparisons[name].change)}" for name in gate_failures(bench, r)
-        ]
-        rows.append([bench.name, r.config_id, r.verdict, ", ".join(moved) or r.message[:120]])
-    names = sorted({bench.name for bench, r in failing if r.verdict in ("regression", "improved")})
+        moved = headline_line(bench, r) if r.verdict in GATE_VERDICTS else r.message[:160]
+        rows.append([bench.name, r.config_id, r.verdict, moved])
+    names = sorted({bench.name for bench, r in failing if r.verdict in GATE_VERDICTS})
     accept = (
         f"<p>If every change is intended, accept them all with "
         f"<code>{escape(regen_command(','.join(names)))}</code></p>"
@@ -200,8 +202,10 @@ def _failure_card(
 ) -> str:
     title = f"{bench.name}[{result.config_id}]: {result.verdict}"
     body = [f'<details class="card"><summary>{escape(title)}</summary>']
-    if result.verdict in ("regression", "improved"):
-        rows = metric_rows(bench, result, gate_failures(bench, result))
+    if result.verdict in GATE_VERDICTS:
+        rows = metric_rows(
+            bench, result, ranked_metrics(bench, result, gate_failures(bench, result))
+        )
         body.append(_table(rows))
         why = explanation(bench, result)
         if why:
@@ -278,7 +282,7 @@ def _bench_section(
         )
     columns = summary_columns(bench)
     units = {c: bench.metrics[c].unit for c in columns}
-    header = ["verdict", "config", *columns, "trace"]
+    header = ["verdict", "config", *(column_header(c, units[c]) for c in columns), "trace"]
     rows = [f"<tr>{''.join(f'<th>{escape(h)}</th>' for h in header)}</tr>"]
     for n, r in enumerate(ordered(results)):
         cells = [

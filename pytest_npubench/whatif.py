@@ -56,9 +56,9 @@ def summary_lines(
         if changes is not None:
             groups.setdefault(tuple(changes), []).append((bench, results))
     lines: list[str] = []
-    for changes, members in groups.items():
-        what = ", ".join(changes) if changes else "(the baseline does not record which)"
-        count = f"{len(changes)} constant{'s' if len(changes) != 1 else ''}" if changes else ""
+    for keys, members in groups.items():
+        what = ", ".join(keys) if keys else "(the baseline does not record which)"
+        count = f"{len(keys)} constant{'s' if len(keys) != 1 else ''}" if keys else "some keys"
         lines.append(f"what-if: the topology differs from the baseline's in {count}: {what}")
         lines += [f"  {bench_effect(bench, results)}" for bench, results in members]
         names = ",".join(b.name for b, _ in members)

@@ -195,6 +195,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
             "dimensions_schema",
             "collectives_schema",
             "schema",
+            "overrides",
             "loader",
         ],
         {"sim.errors", "sim.inputfile", "sim.limits", "sim.pe", "sim.systolic", "sim.units"},

@@ -15,6 +15,8 @@ from benches._ccl_sweep import CHIPS, GATED_CHIPS, SIZES, TOPOLOGIES, size_label
 from benches._shared import bench_topology, grid_by
 from pytest_npubench import ConfigResult
 from pytest_npubench.plotting import (
+    failed,
+    mark_failed,
     markers,
     measured,
     ns_tick_formatter,
@@ -220,6 +222,7 @@ def fastest(grid: Grid, topology: str, chips: int, size: int) -> dict[str, Any] 
         "winners": winners,
         "margin": margin,
         "measured": all(measured(r) for r in times.values()),
+        "failed": [r for r in times.values() if failed(r)],
     }
 
 
@@ -269,6 +272,8 @@ def _best_algorithm(grid: Grid, path: Path) -> Path:
                             linewidth=1.5,
                         )
                     )
+                if cell["failed"]:  # a red x on the cell of a failed config
+                    mark_failed(ax, [s_i], [c_i], cell["failed"][:1])
             cells.append(row)
         ax.imshow(cells, cmap=cmap, vmin=0, vmax=len(order) + 1, aspect="auto", origin="lower")
         ax.set_xticks(range(len(SIZES)))

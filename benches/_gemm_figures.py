@@ -15,6 +15,7 @@ from pytest_npubench import ConfigResult
 from pytest_npubench.plotting import (
     REUSED_ALPHA,
     bars,
+    mark_failed,
     markers,
     measured,
     provenance,
@@ -144,6 +145,8 @@ def _stage_breakdown(grid: Grid, path: Path) -> Path:
             colors="black",
             linewidth=1.5,
         )
+        row = [grid[shape][v] for v in panel["variants"]]
+        mark_failed(ax, list(range(n)), panel["latency"], row)  # on the latency line
         ax.set_xlim(-0.6, 3.6)
         ax.yaxis.set_major_locator(MaxNLocator(5))
         ax.set_xticks(range(n), [v.replace("_", "\n") for v in panel["variants"]], fontsize=8)
@@ -198,7 +201,7 @@ def _variant_bars(ax: Any, grid: Grid, metric: str) -> None:
     from matplotlib.colors import to_rgba
 
     width = 0.8 / len(VARIANTS)
-    xs, heights, colors = [], [], []
+    xs, heights, colors, rows = [], [], [], []
     for v_i, variant in enumerate(VARIANTS):
         for s_i, shape in enumerate(grid):
             res = grid[shape].get(variant)
@@ -207,7 +210,9 @@ def _variant_bars(ax: Any, grid: Grid, metric: str) -> None:
                 heights.append(res.metrics[metric])
                 alpha = 1.0 if measured(res) else REUSED_ALPHA
                 colors.append(to_rgba(VARIANT_COLORS[variant], alpha))
+                rows.append(res)
     bars(ax, xs, heights, width, colors)
+    mark_failed(ax, xs, heights, rows)
 
 
 def useful_efficiency(grid: Grid) -> list[float]:

@@ -79,12 +79,35 @@ def test_ccl_legends_match_the_panels_and_titles_name_the_topology(
     assert coloured == {"o"}  # one marker: chip counts are a band, not six markers
 
 
-def test_failed_ccl_and_gemm_configs_are_marked(captured: dict[str, Any], tmp_path: Path) -> None:
+def test_a_failed_config_is_marked_in_every_figure_that_draws_it(
+    captured: dict[str, Any], tmp_path: Path
+) -> None:
+    """A red x on every figure: each failed config below appears in the figures listed."""
     import benches.ccl as ccl
     import benches.gemm as gemm
+    import benches.real_systems as real
 
-    ccl.BENCH.figures(baseline_results("ccl", failed=frozenset({"ring-p8-ring-1MiB"})), tmp_path)
-    assert failed_marks(captured["time_vs_size.png"]) == 1
-    assert failed_marks(captured["sim_vs_model.png"]) == 1
-    gemm.BENCH.figures(baseline_results("gemm", failed=frozenset({"16x32x16-load_ref"})), tmp_path)
-    assert failed_marks(captured["roofline.png"]) == 1
+    cases = [
+        (gemm, {"16x32x16-load_ref", "100x300x200-prefetch-systolic"}),
+        (
+            ccl,
+            {"ring-p8-ring-1MiB", *(f"{c}-ring-p8-{a}-1MiB" for c in COLLECTIVES for a in ALGOS)},
+        ),
+        (real, {"mi300x-8-mid"}),
+    ]
+    for module, failed in cases:
+        captured.clear()
+        bench = module.BENCH
+        results = baseline_results(bench.name, failed=frozenset(failed & _ids(bench)))
+        paths = bench.figures(results, tmp_path)
+        assert paths
+        for path in paths:
+            assert failed_marks(captured[path.name]) >= 1, (bench.name, path.name)
+
+
+ALGOS = ("ring", "direct")
+COLLECTIVES = ("all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
+
+
+def _ids(bench: Any) -> set[str]:
+    return {c.config_id for c in bench.configs}

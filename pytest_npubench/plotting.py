@@ -143,7 +143,9 @@ def banner(fig: Any) -> list[str]:
     for ax in fig.axes:  # keep every panel, text and title where it was, in inches
         box = ax.get_position(original=True)
         ax.set_position([box.x0, box.y0 * scale, box.width, box.height * scale])
-    texts = list(fig.texts) + ([fig._suptitle] if fig._suptitle is not None else [])
+    texts = list(fig.texts)  # the suptitle is one of them (Figure.text): moved once
+    if fig._suptitle is not None and all(fig._suptitle is not t for t in texts):
+        texts.append(fig._suptitle)
     for text in texts:
         x, y = text.get_position()
         text.set_position((x, y * scale))

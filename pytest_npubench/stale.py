@@ -10,10 +10,13 @@ After the figures are drawn, :func:`remove_stale` removes
   ``*.png`` at its top and in ``traces/``, and the ``traces/*.json``;
 
 and nothing else: no file of another name or place, no folder that is not a known bench's,
-and a folder only once it is empty. That loses no data: each removed file is derived, a
-figure drawn from results (whose only record, the earlier results.json, this run has already
-replaced; the values themselves are in the committed baselines and are redrawn by running that
-bench), or a trace that ``--npubench-trace`` writes again.
+and a folder only once it is empty. A stale folder that keeps other files (a bench's own
+tables, a user's notes) is flagged instead: :data:`FLAG` in it says that this run did not run
+that bench, and is removed when a run draws the bench again. That loses no data: each
+removed file is derived, a figure drawn from results (whose only record, the earlier
+results.json, this run has already replaced; the values themselves are in the committed
+baselines and are redrawn by running that bench), or a trace that ``--npubench-trace``
+writes again.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
+
+#: the note left in a stale bench folder that still holds files not ours to remove
+FLAG = "STALE-NOT-FROM-THE-LATEST-RUN.txt"
 
 
 def _ours(folder: Path) -> list[Path]:
@@ -49,6 +55,7 @@ def remove_stale(
         folder = root / name
         if not folder.is_dir() or folder.is_symlink():
             continue
+        (folder / FLAG).unlink(missing_ok=True)  # drawn again: current
         keep = {(root / p).resolve() for p in paths}
         for png in sorted(folder.glob("*.png")):
             if png.is_file() and not png.is_symlink() and png.resolve() not in keep:
@@ -64,4 +71,10 @@ def remove_stale(
         for empty in (folder / "traces", folder):
             with contextlib.suppress(OSError):  # not empty (or absent): left as it is
                 empty.rmdir()
+        if folder.is_dir() and any(p.name != FLAG for p in folder.iterdir()):
+            (folder / FLAG).write_text(
+                f"Not from the latest run: it did not run bench {name!r} (see ../results.json).\n"
+                "Its figures were removed; the files left here are older, not this run's.\n",
+                encoding="utf-8",
+            )
     return removed

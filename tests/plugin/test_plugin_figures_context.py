@@ -11,7 +11,7 @@ import pytest
 from toyproject import Project
 
 from pytest_npubench import ConfigResult, figure_context, plotting
-from pytest_npubench.stale import remove_stale
+from pytest_npubench.stale import FLAG, remove_stale
 
 BENCH = """\
 import json
@@ -116,7 +116,12 @@ def test_figures_of_an_earlier_run_are_removed_and_other_files_kept(project: Pro
     assert not (art / "ctx" / "old_name.png").exists()
     assert not (art / "other" / "latency.png").exists()
     assert not (art / "other" / "traces").exists()
-    assert (art / "other" / "notes.txt").read_text() == "mine"  # not ours: kept
+    assert (art / "other" / "notes.txt").read_text() == "mine"  # not ours: kept, and flagged
+    assert "did not run bench 'other'" in (art / "other" / FLAG).read_text()
+    project.bench("other", figures=True)
+    project.run("--regen-baselines").assert_outcomes(passed=8)  # both benches: current again
+    assert not (art / "other" / FLAG).exists()
+    assert not (art / "ctx" / FLAG).exists()
     assert (art / "unknown" / "a.png").is_file()  # not a bench's folder: kept
 
 
@@ -165,4 +170,24 @@ def test_the_banner_grows_the_figure_and_keeps_the_panels_in_place() -> None:
     height = fig.get_size_inches()[1]
     assert height > 3 and abs(ax.get_position().y1 * height - before) < 1e-9
     assert any(t.get_gid() == "npubench-banner" for t in fig.texts)
+    plt.close(fig)
+
+
+def test_the_banner_keeps_a_figure_legend_and_the_title_where_they_were() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    (line,) = ax.plot([0, 1], [0, 1], label="a")
+    legend = fig.legend(handles=[line], loc="upper center", bbox_to_anchor=(0.5, 0.9))
+    title = fig.suptitle("a title", y=0.97)
+    renderer = fig.canvas.get_renderer()
+    before = [a.get_window_extent(renderer).y0 for a in (legend, title)]
+    context = figure_context.FigureContext("b", 1, 2, failed=("x",), whatif="hw:2 vs hw:1")
+    with figure_context.using(context):
+        assert len(plotting.banner(fig)) == 3
+    after = [a.get_window_extent(fig.canvas.get_renderer()).y0 for a in (legend, title)]
+    assert after == pytest.approx(before, abs=1.0)  # in pixels from the bottom
     plt.close(fig)

@@ -206,7 +206,8 @@ def _speedup(grid: Grid, topo: Topology, path: Path) -> Path:
     from matplotlib.ticker import NullLocator
 
     tps = sorted({k[3] for k in grid if k[1] in HIDDEN_STYLES})
-    fig, axes = plt.subplots(2, max(1, len(tps)), figsize=(5 * max(1, len(tps)), 8), squeeze=False)
+    cols = max(1, len(tps))
+    fig, axes = plt.subplots(2, cols, figsize=(max(12, 5 * cols), 8), squeeze=False)
     fig.suptitle(
         f"Speed-up over serial (serial latency / mode latency) vs tokens, {FIG_TOPOLOGY}; "
         f"rows: layer, columns: TP degree\n{_note(grid, topo)}",

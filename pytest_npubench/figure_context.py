@@ -67,7 +67,9 @@ class FigureContext:
                 if self.failed_unplotted
                 else ""
             )
-            lines.append(f"{len(self.failed)} configs FAILED in this run (red x){unplotted}")
+            lines.append(
+                f"{len(self.failed)} configs FAILED in this run (red x where drawn){unplotted}"
+            )
         return lines
 
     def to_json(self) -> dict[str, Any]:

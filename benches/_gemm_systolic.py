@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_npubench import ConfigResult
-from pytest_npubench.plotting import REUSED_ALPHA, measured, save
+from pytest_npubench.plotting import REUSED_ALPHA, mark_failed, measured, save
 from sim.topology import Topology
 
 #: the ``pe`` sweep axis: how the PE times a tile-op
@@ -90,6 +90,7 @@ def systolic_vs_tile(results: dict[str, ConfigResult], topo: Topology, path: Pat
             for bar, alpha in zip(bars, alphas, strict=True):
                 bar.set_alpha(alpha)
             ax.bar_label(bars, fmt="%.3g", fontsize=7)
+            mark_failed(ax, xs, ys, rows)
         ax.set_xticks(
             range(len(shapes)),
             [f"{'x'.join(map(str, s))}\n{SYSTOLIC_CONFIGS[s]}" for s in shapes],

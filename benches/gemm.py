@@ -201,7 +201,7 @@ CAPTIONS = {
         "the useful efficiency (real / padded MACs: what tile padding costs). Pale bars are "
         "reused from the baseline."
     ),
-    "theoretical_vs_measured.png": (
+    "model_vs_simulated.png": (
         "Top: the analytic model's mac_util (dash) and the simulator's (dot) per config. "
         "Bottom: simulated / modelled latency; the green band is within 1 %, ratios outside "
         "it are printed. Hollow dots are reused from the baseline."

@@ -2,6 +2,7 @@
 
     python benchmarks/ccl_scale.py                 # the table below (a few minutes)
     python benchmarks/ccl_scale.py --quick         # without the p = 4096 and direct rows
+    python benchmarks/ccl_scale.py --direct        # only the direct rows (ADR 0025)
 
 Each row runs in its own process (so its peak RSS is its own) and prints: collective,
 algorithm, topology, p, the path taken (``symmetric``: timed, stored and checked from one
@@ -14,7 +15,9 @@ symmetric path, over every row for the event engine).
 
 Targets (issue 25): ring allreduce of 256 MiB on a ring, p = 1024 in <= 1 s and <= 500 MiB,
 p = 4096 in <= 5 s; ``direct`` on a 32-chip ring in <= 1 s (not met: it runs the event
-engine, see the last row); cost near-linear in p for symmetric cases.
+engine before ADR 0025; now by symmetry: the ``direct`` rows, p = 8..128 at 64 and 256 MiB,
+compared with the event engine where it fits: p <= 32 at 256 MiB, p <= 64 at 64 MiB);
+cost near-linear in p for symmetric cases.
 
 ASTRA-sim is not built on this machine (../shared/astra-sim/README.md says how it was set
 up): its times are QUOTED from that page and issue 25, not measured here.
@@ -102,6 +105,26 @@ def exponent(rows: list[dict[str, object]], key: str) -> float:
     )
 
 
+def direct_rows() -> None:
+    """direct allreduce on rings (sim.collectives.fast_direct), 64 and 256 MiB."""
+    print("allreduce, direct algorithm, ring topology (npu-1h links)")
+    print(
+        f"{'MiB':>4} {'p':>4} {'path':<9} {'cpu s':>7} {'rss MiB':>8} {'stored':>8} "
+        f"{'records':>10} {'sim time us':>12} {'#wrong':>6} {'vs event engine':>28}"
+    )
+    for mib in (64, 256):
+        for p in (8, 16, 32, 64, 128):
+            exact = p <= (64 if mib == 64 else 32)
+            r = spawn(p, "direct", mib, exact=exact)
+            same = r["same"] and f"{r['same']} (event {float(r['exact_cpu']):.2f} s)"  # type: ignore[arg-type]
+            print(
+                f"{mib:>4} {p:>4} {r['path']:<9} {float(r['cpu']):7.2f} "  # type: ignore[arg-type]
+                f"{float(r['rss']):8.0f} {r['stored']:>8} {r['records']:>10} "  # type: ignore[arg-type]
+                f"{float(r['time_us']):12.1f} {r['wrong']:>6} {same or '-':>28}",  # type: ignore[arg-type]
+                flush=True,
+            )
+
+
 def main(quick: bool) -> None:
     mib = 256
     ps = [8, 16, 32, 64, 128, 256, 1024] + ([] if quick else [2048, 4096])
@@ -127,12 +150,7 @@ def main(quick: bool) -> None:
     print(f"cost exponent, symmetric path (p >= 64): CPU ~ p^{exponent(big, 'cpu'):.2f}")
     print(f"cost exponent, event engine (p <= 64):   CPU ~ p^{exponent(exact, 'exact_cpu'):.2f}")
     if not quick:
-        r = spawn(32, "direct", mib, exact=False)
-        print(
-            f"{'allreduce':<10} {'direct':<9} {'ring':<8} {32:>5} {r['path']:<9} "
-            f"{float(r['cpu']):7.2f} {float(r['rss']):8.0f} {r['stored']:>8} "  # type: ignore[arg-type]
-            f"{r['records']:>10} {float(r['time_us']):12.1f} {r['wrong']:>6}"  # type: ignore[arg-type]
-        )
+        direct_rows()
     built = any(ASTRA.glob("**/AstraSim_Analytical_Congestion_Aware"))
     note = "present but not run by this script" if built else "not built on this machine"
     print(f"ASTRA-sim ({note}): QUOTED, not measured (../shared/astra-sim/README.md, issue 25):")
@@ -144,5 +162,7 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--one":
         p, algorithm, mib, exact = sys.argv[2:6]
         print(json.dumps(one(int(p), algorithm, int(mib), exact == "1")))
+    elif "--direct" in sys.argv:
+        direct_rows()
     else:
         main("--quick" in sys.argv)

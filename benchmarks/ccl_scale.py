@@ -2,7 +2,7 @@
 
     python benchmarks/ccl_scale.py                 # the table below (a few minutes)
     python benchmarks/ccl_scale.py --quick         # without the p = 4096 and direct rows
-    python benchmarks/ccl_scale.py --direct        # only the direct rows (ADR 0025)
+    python benchmarks/ccl_scale.py --direct        # only the direct rows (ADR 0026)
 
 Each row runs in its own process (so its peak RSS is its own) and prints: collective,
 algorithm, topology, p, the path taken (``symmetric``: timed, stored and checked from one
@@ -15,7 +15,7 @@ symmetric path, over every row for the event engine).
 
 Targets (issue 25): ring allreduce of 256 MiB on a ring, p = 1024 in <= 1 s and <= 500 MiB,
 p = 4096 in <= 5 s; ``direct`` on a 32-chip ring in <= 1 s (not met: it runs the event
-engine before ADR 0025; now by symmetry: the ``direct`` rows, p = 8..128 at 64 and 256 MiB,
+engine before ADR 0026; now by symmetry: the ``direct`` rows, p = 8..128 at 64 and 256 MiB,
 compared with the event engine where it fits: p <= 32 at 256 MiB, p <= 64 at 64 MiB);
 cost near-linear in p for symmetric cases.
 

@@ -1,6 +1,6 @@
 """`direct` allreduce on a ring by symmetry: timed from its representative chips' quotient
 program (one on an odd ring, two on an even one: :mod:`sim.fabric.ring_quotient`, ADR
-0025), its log stored as their records and the turns, its metrics in closed form and its
+0026), its log stored as their records and the turns, its metrics in closed form and its
 functional check replayed from the representatives.
 
 **The check** (:func:`_replay`): every reduction of a representative must start no earlier

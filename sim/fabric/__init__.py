@@ -20,7 +20,7 @@ Modules, each with one job:
 Imports run one way: a module imports only modules listed before it in ``dimensions``, ``network``,
 ``program``, ``switch_ops``, ``holds``, ``log``, ``one_shot``, ``scan``, ``events``,
 ``uncontended``, ``rotation``, ``simulate``, ``symmetry``, ``ring_quotient`` (direct on a
-ring by symmetry, ADR 0025). Outside the package, ``sim.fabric`` imports only
+ring by symmetry, ADR 0026). Outside the package, ``sim.fabric`` imports only
 ``sim.topology``, ``sim.oplog``, ``sim.units``, ``sim.limits`` and ``sim.errors``; other code
 imports this package, not its modules.
 """

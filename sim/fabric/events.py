@@ -5,7 +5,7 @@ What is due at the same time is taken in key order: servers freeing first (key `
 then hops past the first, more hops travelled first, then by op id (key ``i - hop * n``),
 then first hops, reductions and copies by op id, a staging buffer coming back to transfer
 ``i`` before ``i``'s own first hop (key ``i``): so a link serves simultaneous requests by
-hops travelled, then program order (ADR 0025)."""
+hops travelled, then program order (ADR 0026)."""
 
 from __future__ import annotations
 
@@ -187,7 +187,7 @@ def simulate_events(
                 credits[c] += 1
             continue
         else:
-            if hop:  # a hop past the first: keyed by hops travelled, then op id (ADR 0025)
+            if hop:  # a hop past the first: keyed by hops travelled, then op id (ADR 0026)
                 i += hop * n
             k = kind[i]
             if k == TRANSFER and hop == 0 and staged[i] and not granted[i]:

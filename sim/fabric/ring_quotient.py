@@ -1,10 +1,10 @@
 """`direct` on a ring by symmetry: the quotient program of its representative chips, timed by
-the unchanged event loop, and the full log written out from it (ADR 0025).
+the unchanged event loop, and the full log written out from it (ADR 0026).
 
 Turning a ring of ``p`` chips by ``g`` (``g = 1`` on an odd ring, ``2`` on an even one: a
 tie at half the ring goes by the sender's parity, ADR 0022) maps direct's messages
 ``(round t, offset k, sender s)`` onto ``(t, k, s + g)``, every route, HBM, reduce engine,
-staging pool and accumulator onto another, and, with ADR 0025's tie rule (same hops at one
+staging pool and accumulator onto another, and, with ADR 0026's tie rule (same hops at one
 link means same sender), the order of any two ops that meet at one of them. So every
 chip's events are those of its representative ``s mod g``, turned, at the same times.
 

@@ -47,7 +47,7 @@ The rules, as this oracle applies them:
    ``h`` ended.
 7. **Accumulators.** Reductions into one accumulator end in the order they start, each at
    least one grain after the one before.
-8. **Ties** (the engine's order, which this oracle states instead of inheriting; ADR 0025):
+8. **Ties** (the engine's order, which this oracle states instead of inheriting; ADR 0026):
    what is due at the same time is taken servers' releases first; then hops past the first
    (a transfer already on its way), more hops travelled first, then by op id; then by op id,
    for one op a staging buffer coming back before its first hop. So a link serves

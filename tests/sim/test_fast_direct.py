@@ -1,4 +1,4 @@
-"""`direct` allreduce on a ring by symmetry (sim.collectives.fast_direct, ADR 0025): the same
+"""`direct` allreduce on a ring by symmetry (sim.collectives.fast_direct, ADR 0026): the same
 op log as the exact event engine (every column), the same metrics, and a functional check
 that catches a planted fault."""
 

@@ -38,6 +38,7 @@ from typing import Any
 from benches._ccl_collective_figures import figure_name
 from benches._ccl_figures import figure_grid as figure_grid
 from benches._ccl_figures import figures
+from benches._ccl_paths import with_paths
 from benches._ccl_sweep import (
     CHIPS,
     GATED_CHIPS,
@@ -217,7 +218,7 @@ CAPTIONS = {
 SWEEP = [
     Sweep(
         {"topology": [t], "chips": CHIPS, "algorithm": list(algorithms_for(t)), "size": SIZES},
-        gated=gated,
+        gated=with_paths(gated),
     )
     for t in TOPOLOGIES
 ] + [
@@ -229,7 +230,7 @@ SWEEP = [
             "algorithm": list(COLLECTIVE_ALGORITHMS[c]),
             "size": sizes,
         },
-        gated=gated_more,
+        gated=with_paths(gated_more),
     )
     for c in MORE_COLLECTIVES
     for t in TOPOLOGIES

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from benches import _gemm_paths as paths
 from benches import _gemm_systolic as systolic
 from benches._gemm_figures import STAGE_NAMES, Shape, figures
 from benches._gemm_figures import figure_grid as figure_grid
@@ -222,6 +223,7 @@ SWEEP = [
     Sweep({"shape": shapes, "variant": list(VARIANTS), "pe": list(systolic.PE_MODELS)}, gated=g)
     for shapes, g in ((GATED, True), (REGEN_ONLY, False))
 ]
+SWEEP += paths.SWEEP  # one gated config per path the groups above gate nowhere
 
 BENCH = Bench(
     name="gemm",

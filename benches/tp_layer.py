@@ -28,6 +28,7 @@ from pytest_npubench import Bench, Metric, Result, Sweep
 from sim import LayerConfig, OpLog, Topology, check_layer_data, layer_metrics
 from sim import run_layer as simulate_layer_run
 from sim.tp.config import LAYERS, MODES
+from sim.tp.depcheck import check_layer_dependencies
 
 TOPOLOGY = bench_topology()
 
@@ -105,6 +106,9 @@ def run(params: dict[str, Any]) -> Result:
     sim_run = simulate_layer_run(layer_config(params), topology_for(params))
     metrics = layer_metrics(sim_run)
     problems = []
+    race = check_layer_dependencies(sim_run)  # every run: independent of timing (issue 26)
+    if race:
+        problems.append(race)
     wrong = 0
     if _macs(params) <= FUNCTIONAL_MAX_MACS:
         wrong, why = check_layer_data(sim_run)
@@ -175,9 +179,24 @@ def _sweep(layer: str) -> list[Sweep]:
     ]
 
 
+#: issue 26, races: each overlap mode replayed where the GEMM is the slow part (links idle,
+#: so a collective op that does not wait for its GEMM block reads its rows before they are
+#: written); hidden 256 at 512 tokens on 4 chips is compute-bound for both modes and cheap
+RACE_SWEEP = Sweep(
+    {
+        "layer": ["mlp"],
+        "hidden": [256],
+        "tokens": [512],
+        "tp": [4],
+        "topology": ["ring"],
+        "mode": ["gemm_ar", "ag_rs"],
+    },
+    gated=True,
+)
+
 BENCH = Bench(
     name="tp_layer",
-    sweep=[group for layer in LAYERS for group in _sweep(layer)],  # layer by layer
+    sweep=[*(group for layer in LAYERS for group in _sweep(layer)), RACE_SWEEP],  # layer by layer
     run=run,
     metrics=METRICS,
     config_id=config_id,

@@ -225,6 +225,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
     ),
     "sim.collectives": (
         [
+            "depcheck",
             "schedule",
             "trees",
             "channels",

@@ -218,8 +218,9 @@ def fabric_records(log: OpLog, topo: Topology, net: Any, *, what: str = "") -> l
         if not len(idx):
             return
         shown = "; ".join(
-            f"{name(int(i))} (op {int(op[i])}, hop {'> 0' if fwd[i] else '0'}) {kind} "
-            f"{int(got[i])} ps, expected {int(want[i])} ps"
+            f"{name(int(i))} (op {int(op[i])}, hop {'> 0' if fwd[i] else '0'}"
+            + (f", after {name(int(i) - 1)}" if fwd[i] else "")
+            + f") {kind} {int(got[i])} ps, expected {int(want[i])} ps"
             for i in idx[:SHOWN]
         )
         problems.append(f"{head}{len(idx)} link record(s) break the hop rule ({source}): {shown}")

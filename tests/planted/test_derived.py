@@ -44,7 +44,7 @@ CASES = {
     "engine-switch-uplink-latency-twice": (
         "ccl",
         "switch-p8-direct-16MiB",
-        "link0->sw",
+        "linksw->1 (op 0, hop > 0, after link0->sw) starts at 2000000 ps, expected 1000000",
         True,
     ),
     "engine-switch-downlink-half-bandwidth": (

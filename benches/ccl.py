@@ -54,6 +54,7 @@ from benches._ccl_sweep import (
     gated_more,
     size_label,
 )
+from benches._invariants import ccl_invariants
 from benches._shared import bench_topology, chips_meta, trace_writer
 from pytest_npubench import Bench, Metric, Result, Sweep
 from sim import (
@@ -153,6 +154,8 @@ def run(params: dict[str, Any]) -> Result:
         "bound_ns": bounds.time_ps / 1000,
         "algo_bound_busbw_gbs": algo_bound,
     }
+    # derived metrics, each link record, the alpha-beta time (issue 26)
+    problems += ccl_invariants(sim_run, metrics, params, topo, (moved, resource_ps))
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
 

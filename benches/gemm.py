@@ -16,6 +16,7 @@ from benches import _gemm_paths as paths
 from benches import _gemm_systolic as systolic
 from benches._gemm_figures import STAGE_NAMES, Shape, figures
 from benches._gemm_figures import figure_grid as figure_grid
+from benches._invariants import gemm_invariants
 from benches._shared import bench_topology, topology_meta, trace_writer
 from pytest_npubench import Bench, Metric, Result, Sweep
 from sim import VARIANTS, GemmShape, OpLog, check_coverage, gemm_metrics
@@ -119,6 +120,7 @@ def run(params: dict[str, Any]) -> Result:
         except DataCheckError as exc:
             problems.append(f"data check: {exc}")
     metrics = {k: v for k, v in gemm_metrics(sim_run).items() if k in METRICS}
+    problems += gemm_invariants(sim_run, metrics)  # derived metrics, engines' records (issue 26)
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
 

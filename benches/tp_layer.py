@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benches._invariants import tp_invariants
 from benches._shared import bench_topology, chips_meta, trace_writer
 from benches._tp_figures import figure_grid as figure_grid
 from benches._tp_figures import figures
@@ -126,6 +127,7 @@ def run(params: dict[str, Any]) -> Result:
             f"serial latency {lat} ps is not compute {comp} + communication {comm} ps within 1 %"
         )
     metrics["wrong"] = wrong
+    problems += tp_invariants(sim_run, metrics, topology_for(params))  # issue 26
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
 

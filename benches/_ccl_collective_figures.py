@@ -98,7 +98,7 @@ def busbw_figure(grid: Series, collective: str, path: Path, where: str) -> Path:
             ax.plot(xs, ys, color=color)
             ax.plot(xs, model, color=color, linestyle="--", linewidth=1)
             markers(ax, xs, ys, rows, color, marker="o", markersize=5)
-        titled(ax, topology)
+        titled(ax, f"topology: {topology}")
         ax.set_yscale("log")
         ax.set_ylabel("busbw (GB/s, log scale)")
         ax.grid(True, which="major", alpha=0.3)

@@ -15,6 +15,8 @@ from benches._ccl_sweep import CHIPS, GATED_CHIPS, SIZES, TOPOLOGIES, size_label
 from benches._shared import bench_topology, grid_by
 from pytest_npubench import ConfigResult
 from pytest_npubench.plotting import (
+    failed,
+    mark_failed,
     markers,
     measured,
     ns_tick_formatter,
@@ -41,7 +43,6 @@ ALGO_SHORT = {
     "double_binary_tree": "DBT",
     "torus2d": "2D",
 }
-CHIP_MARKERS = {4: "^", 6: "v", 8: "o", 9: "D", 12: "P", 16: "s"}
 TIE = 0.001  # best_algorithm.png calls algorithms within 0.1 % of the fastest a tie
 TIE_COLOR = "#bbbbbb"
 #: the collective of a config without a ``collective`` axis (every config of today's sweep)
@@ -151,7 +152,7 @@ def _busbw_vs_size(grid: Grid, path: Path) -> Path:
                 linewidth=1,
                 label=f"{ALGO_SHORT[algorithm]}'s own bound {bounds[algorithm]:.3g} GB/s",
             )
-        titled(ax, topology)
+        titled(ax, f"topology: {topology}")
         ax.set_yscale("log")
         ax.set_ylabel("busbw (GB/s, log scale)")
         _size_axis(ax)
@@ -180,13 +181,26 @@ def _time_vs_size(grid: Grid, path: Path) -> Path:
             markers(ax, xs, sim, rows, color, marker="o", markersize=5)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(ns_tick_formatter())
-        titled(ax, topology)
+        titled(ax, f"topology: {topology}")
         ax.set_ylabel("allreduce time (log scale)")
         _size_axis(ax)
         ax.grid(True, which="major", alpha=0.3)
-        handles = [Line2D([], [], color=ALGO_COLORS[a], label=a) for a in algorithms_for(topology)]
+        handles = [
+            Line2D(
+                [],
+                [],
+                color=ALGO_COLORS[a],
+                marker="o",
+                markersize=5,
+                linestyle="none",
+                label=f"{a}, simulated",
+            )
+            for a in algorithms_for(topology)
+        ]
         handles += [Line2D([], [], color="gray", linestyle="--", label="alpha-beta-gamma model")]
-        ax.legend(handles=handles + provenance_handles(), fontsize=7, loc="upper left")
+        ax.legend(
+            handles=handles + provenance_handles(results=plotted), fontsize=7, loc="upper left"
+        )
     return save(fig, path)
 
 
@@ -208,6 +222,7 @@ def fastest(grid: Grid, topology: str, chips: int, size: int) -> dict[str, Any] 
         "winners": winners,
         "margin": margin,
         "measured": all(measured(r) for r in times.values()),
+        "failed": [r for r in times.values() if failed(r)],
     }
 
 
@@ -257,6 +272,8 @@ def _best_algorithm(grid: Grid, path: Path) -> Path:
                             linewidth=1.5,
                         )
                     )
+                if cell["failed"]:  # a red x on the cell of a failed config
+                    mark_failed(ax, [s_i], [c_i], cell["failed"][:1])
             cells.append(row)
         ax.imshow(cells, cmap=cmap, vmin=0, vmax=len(order) + 1, aspect="auto", origin="lower")
         ax.set_xticks(range(len(SIZES)))
@@ -265,7 +282,7 @@ def _best_algorithm(grid: Grid, path: Path) -> Path:
         ax.set_yticklabels([str(c) for c in CHIPS])
         ax.set_xlabel("message size (bytes, powers of 1024)")
         ax.set_ylabel("chips")
-        titled(ax, topology)
+        titled(ax, f"topology: {topology}")
     handles = [Patch(color=ALGO_COLORS[a], label=f"{ALGO_SHORT[a]} = {a}") for a in order]
     handles.append(Patch(color=TIE_COLOR, label="tie"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9)
@@ -273,40 +290,57 @@ def _best_algorithm(grid: Grid, path: Path) -> Path:
     return save(fig, path)
 
 
+def sim_vs_model_series(
+    grid: Grid, topology: str, algorithm: str
+) -> tuple[tuple[list[int], list[float], list[ConfigResult]], dict[int, tuple[float, float]]]:
+    """sim_vs_model.png's data for one algorithm on one topology: the ratio at GATED_CHIPS
+    per size (sizes, ratios, results) and, per size, the range (low, high) of the ratio over
+    every chip count swept."""
+    xs, rows = _series(grid, topology, GATED_CHIPS, algorithm)
+    line = (xs, [r.metrics["sim_model_ratio"] for r in rows], rows)
+    spread: dict[int, tuple[float, float]] = {}
+    for chips in CHIPS:
+        for size, r in zip(*_series(grid, topology, chips, algorithm), strict=True):
+            ratio = r.metrics["sim_model_ratio"]
+            lo, hi = spread.get(size, (ratio, ratio))
+            spread[size] = (min(lo, ratio), max(hi, ratio))
+    return line, spread
+
+
 def _sim_vs_model(grid: Grid, path: Path) -> Path:
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     ratios = [r.metrics["sim_model_ratio"] for r in _allreduce(grid)]
     errors = [abs(math.log(x)) for x in ratios if x > 0]
     geomean = math.exp(sum(errors) / len(errors)) - 1 if errors else 0.0
     fig, axes = _panels(
-        "Simulated / modelled time per config (1: model exact; >1: contention the model "
-        "misses; <1: overlap it misses)\n"
+        "Simulated / modelled time (1: model exact; >1: contention the model misses; <1: "
+        f"overlap it misses)\nline: {GATED_CHIPS} chips, band: the range over "
+        f"{min(CHIPS)}-{max(CHIPS)} chips; "
         f"geomean |error| {geomean:.1%}, worst {max(ratios, default=1):.2f}x and "
-        f"{min(ratios, default=1):.2f}x; hollow: reused from the baseline (not re-run)\n"
-        + _note(_allreduce(grid))
+        f"{min(ratios, default=1):.2f}x over every chip count; hollow: reused from the "
+        "baseline (not re-run)\n" + _note(_allreduce(grid))
     )
+    drawn: list[ConfigResult] = []
     for ax, topology in zip(axes, TOPOLOGIES, strict=True):
         for algorithm in algorithms_for(topology):
-            for chips in CHIPS:
-                xs, rows = _series(grid, topology, chips, algorithm)
-                if not xs:
-                    continue
-                ys = [r.metrics["sim_model_ratio"] for r in rows]
-                color = ALGO_COLORS[algorithm]
-                if chips == GATED_CHIPS:
-                    ax.plot(xs, ys, color=color, alpha=0.9)
-                markers(
-                    ax,
-                    xs,
-                    ys,
-                    rows,
-                    color,
-                    marker=CHIP_MARKERS[chips],
-                    markersize=6 if chips == GATED_CHIPS else 4,
-                    alpha=0.9,
-                    zorder=3 if algorithm == "ring" else 2,  # ring is exact: keep it seen
+            (xs, ys, rows), spread = sim_vs_model_series(grid, topology, algorithm)
+            color = ALGO_COLORS[algorithm]
+            if spread:
+                sizes = sorted(spread)
+                ax.fill_between(
+                    sizes,
+                    [spread[s][0] for s in sizes],
+                    [spread[s][1] for s in sizes],
+                    color=color,
+                    alpha=0.15,
+                    linewidth=0,
                 )
+            if xs:
+                ax.plot(xs, ys, color=color, alpha=0.9)
+                markers(ax, xs, ys, rows, color, markersize=5, zorder=3)
+                drawn += rows
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log", base=2)
         ax.set_ylim(0.4, 2.5)
@@ -314,23 +348,23 @@ def _sim_vs_model(grid: Grid, path: Path) -> Path:
         ax.set_yticklabels(["0.5", "0.75", "1", "1.25", "1.5", "2"])
         ax.minorticks_off()
         ax.set_ylabel("simulated / model time")
-        titled(ax, topology)
+        titled(ax, f"topology: {topology}")
         _size_axis(ax)
         ax.grid(True, alpha=0.3)
-    handles = [Line2D([], [], color=ALGO_COLORS[a], label=a) for a in ALGORITHMS]
-    handles += [
+    handles: list[Any] = [
         Line2D(
             [],
             [],
-            color="gray",
-            marker=CHIP_MARKERS[c],
-            linestyle="-" if c == GATED_CHIPS else "none",
-            label=f"{c} chips",
+            color=ALGO_COLORS[a],
+            marker="o",
+            markersize=5,
+            label=f"{a}, {GATED_CHIPS} chips",
         )
-        for c in CHIPS
+        for a in ALGORITHMS
     ]
-    handles += provenance_handles()
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles) // 2 + 1, fontsize=8)
+    handles.append(Patch(color="gray", alpha=0.3, label=f"range over {len(CHIPS)} chip counts"))
+    handles += provenance_handles(results=drawn)
+    fig.legend(handles=handles, loc="lower center", ncol=(len(handles) + 1) // 2, fontsize=8)
     fig.subplots_adjust(bottom=0.15)
     return save(fig, path)
 

@@ -3,17 +3,19 @@ breakdown, measured utilisation, theory vs measured, roofline, and the systolic-
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from benches import _gemm_systolic as systolic
+from benches._gemm_roofline import draw_roofline
+from benches._gemm_roofline import roofline_labels as roofline_labels
 from benches._shared import bench_topology, grid_by
 from pytest_npubench import ConfigResult
 from pytest_npubench.plotting import (
     REUSED_ALPHA,
     bars,
+    mark_failed,
     markers,
     measured,
     provenance,
@@ -22,7 +24,7 @@ from pytest_npubench.plotting import (
     time_unit,
     titled,
 )
-from sim import VARIANTS, GemmShape, roofline_tflops
+from sim import VARIANTS, GemmShape
 from sim.gemm.layout import STAGES
 from sim.gemm.shape import TilePlan
 
@@ -38,7 +40,9 @@ VARIANT_COLORS = {
 }
 STAGE_COLORS = {"dma_in": "#8172b3", "fetch": "#64b5cd", "gemm": "#c44e52", "dma_out": "#937860"}
 Grid = dict[Shape, dict[str, ConfigResult]]
-#: theoretical_vs_measured.png marks a config whose simulated / modelled latency is off by more
+#: every value here is simulated (the file was theoretical_vs_measured.png, a misnomer)
+MODEL_FIGURE = "model_vs_simulated.png"
+#: model_vs_simulated.png marks a config whose simulated / modelled latency is off by more
 RATIO_BAND = 0.01
 
 
@@ -77,7 +81,7 @@ def _note(grid: Grid) -> str:
 
 
 def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
-    """Stage breakdown, measured utilisation, theory vs measured, roofline."""
+    """Stage breakdown, simulated utilisation, model vs simulated, roofline."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -89,7 +93,7 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
     paths = [
         _stage_breakdown(grid, outdir / "stage_breakdown.png"),
         _mac_utilization(grid, outdir / "mac_utilization.png"),
-        _theory_vs_measured(grid, outdir / "theoretical_vs_measured.png"),
+        _model_vs_simulated(grid, outdir / MODEL_FIGURE),
         _roofline(grid, outdir / "roofline.png"),
     ]
     paths.append(pe_models)
@@ -141,6 +145,8 @@ def _stage_breakdown(grid: Grid, path: Path) -> Path:
             colors="black",
             linewidth=1.5,
         )
+        row = [grid[shape][v] for v in panel["variants"]]
+        mark_failed(ax, list(range(n)), panel["latency"], row)  # on the latency line
         ax.set_xlim(-0.6, 3.6)
         ax.yaxis.set_major_locator(MaxNLocator(5))
         ax.set_xticks(range(n), [v.replace("_", "\n") for v in panel["variants"]], fontsize=8)
@@ -195,7 +201,7 @@ def _variant_bars(ax: Any, grid: Grid, metric: str) -> None:
     from matplotlib.colors import to_rgba
 
     width = 0.8 / len(VARIANTS)
-    xs, heights, colors = [], [], []
+    xs, heights, colors, rows = [], [], [], []
     for v_i, variant in enumerate(VARIANTS):
         for s_i, shape in enumerate(grid):
             res = grid[shape].get(variant)
@@ -204,7 +210,9 @@ def _variant_bars(ax: Any, grid: Grid, metric: str) -> None:
                 heights.append(res.metrics[metric])
                 alpha = 1.0 if measured(res) else REUSED_ALPHA
                 colors.append(to_rgba(VARIANT_COLORS[variant], alpha))
+                rows.append(res)
     bars(ax, xs, heights, width, colors)
+    mark_failed(ax, xs, heights, rows)
 
 
 def useful_efficiency(grid: Grid) -> list[float]:
@@ -276,7 +284,7 @@ def model_ratios(grid: Grid) -> dict[str, list[tuple[int, float, bool]]]:
     }
 
 
-def _theory_vs_measured(grid: Grid, path: Path) -> Path:
+def _model_vs_simulated(grid: Grid, path: Path) -> Path:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
@@ -290,8 +298,18 @@ def _theory_vs_measured(grid: Grid, path: Path) -> Path:
         model = [r.metrics["model_mac_util"] for _, r in rows]
         sim = [r.metrics["mac_util"] for _, r in rows]
         top.vlines(xs, model, sim, color=color, linewidth=1)
-        top.plot(xs, model, marker="_", markersize=9, color=color, markeredgewidth=2, ls="none")
         markers(top, xs, sim, [r for _, r in rows], color, markersize=5)
+        # the model's dash over the dot and wider than it: both stay visible where they agree
+        top.plot(
+            xs,
+            model,
+            marker="_",
+            markersize=13,
+            color="black",
+            markeredgewidth=1.4,
+            ls="none",
+            zorder=5,
+        )
         points = model_ratios(grid)[variant]
         ratio_xs = [i + dx for i, _, _ in points]
         ratios = [ratio for _, ratio, _ in points]
@@ -319,124 +337,39 @@ def _theory_vs_measured(grid: Grid, path: Path) -> Path:
         Line2D(
             [],
             [],
-            color="gray",
+            color="black",
             marker="_",
-            markersize=9,
-            markeredgewidth=2,
+            markersize=13,
+            markeredgewidth=1.4,
             linestyle="none",
             label="model (steady-state pipeline, sim.model)",
         ),
-        *provenance_handles("simulator, "),
+        *provenance_handles("simulator, ", results=_all(grid)),
     ]
     top.legend(handles=handles, loc="upper left", ncol=4, fontsize=8)
     fig.suptitle(
-        "Model vs simulator: mac_util of each (top), and the ratio simulated / modelled latency "
+        "Model vs simulated: mac_util of each (top), and the ratio simulated / modelled latency "
         f"(bottom; green band: within {RATIO_BAND:.0%}, ratios outside it are printed)\n"
         "Away from 1: start-up transients the steady-state model folds into fill + drain, or HBM "
         "channels shared by the A, B and C streams in issue order\n" + _note(grid),
         fontsize=10,
     )
-    fig.subplots_adjust(left=0.08, right=0.99, bottom=0.13, top=0.9, hspace=0.06)
+    fig.subplots_adjust(left=0.08, right=0.99, bottom=0.13, top=0.88, hspace=0.06)
     return save(fig, path)
-
-
-def roofline_labels(grid: Grid) -> dict[str, tuple[float, float]]:
-    """What roofline.png writes where: each shape (MxKxN) at its fastest variant's point;
-    shapes whose points nearly coincide share one label, one shape per line."""
-    spots: list[tuple[float, float, list[str]]] = []
-    for shape, row in grid.items():
-        best = max(row.values(), key=lambda r: r.metrics["tflops"])
-        x, y = best.metrics["arith_intensity_flop_per_byte"], best.metrics["tflops"]
-        name = "x".join(map(str, shape))
-        for sx, sy, names in spots:
-            if abs(math.log10(x / sx)) < 0.08 and abs(math.log10(y / sy)) < 0.06:
-                names.append(name)
-                break
-        else:
-            spots.append((x, y, [name]))
-    return {"\n".join(names): (x, y) for x, y, names in spots}
 
 
 def _roofline(grid: Grid, path: Path) -> Path:
     import matplotlib.pyplot as plt
-    import numpy as np
-    from matplotlib.lines import Line2D
 
     fig, ax = plt.subplots(figsize=(11, 7))
-    points = _all(grid)
-    ai = [r.metrics["arith_intensity_flop_per_byte"] for r in points]
-    lo, hi = min(ai) / 2, max(ai) * 2
-    roof_xs = np.geomspace(lo, hi, 200)
-    compute_roof = 2 * TOPOLOGY.pe.peak_macs_per_ns / 1000
-    bw = float(TOPOLOGY.hbm.bw)
-    ax.plot(roof_xs, [roofline_tflops(TOPOLOGY, x) for x in roof_xs], color="black", linewidth=2)
-    ax.axhline(compute_roof, color="grey", linestyle=":")
-    ax.plot(roof_xs, bw * roof_xs / 1000, color="grey", linestyle="--")
-    for variant in VARIANTS:
-        for under in (False, True):
-            sel = [
-                r
-                for r in points
-                if r.params["variant"] == variant
-                and TilePlan.of(GemmShape(*r.params["shape"]), TOPOLOGY).under_tile == under
-            ]
-            if not sel:
-                continue
-            xs = [r.metrics["arith_intensity_flop_per_byte"] for r in sel]
-            ys = [r.metrics["tflops"] for r in sel]
-            if under:  # an x has no face: a reused one is pale instead of hollow
-                for ran in (True, False):
-                    pts = [
-                        (x, y) for x, y, r in zip(xs, ys, sel, strict=True) if measured(r) == ran
-                    ]
-                    if pts:
-                        ax.plot(
-                            [x for x, _ in pts],
-                            [y for _, y in pts],
-                            marker="x",
-                            markersize=7,
-                            linestyle="none",
-                            color=VARIANT_COLORS[variant],
-                            alpha=1.0 if ran else REUSED_ALPHA,
-                        )
-            else:
-                markers(ax, xs, ys, sel, VARIANT_COLORS[variant], markersize=6)
-    for text, (x, y) in roofline_labels(grid).items():
-        ax.annotate(
-            text,
-            (x, y),
-            xytext=(5, 2),
-            textcoords="offset points",
-            fontsize=6.5,
-            color="dimgray",
-            va="top",
-        )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    low = min(r.metrics["tflops"] for r in points)
-    ax.set_ylim(low / 2, compute_roof * 1.6)
     ax.set_xlabel("arithmetic intensity (FLOP per HBM byte actually moved)")
     ax.set_ylabel("achieved TFLOP/s (useful FLOPs / latency)")
     ax.grid(which="both", alpha=0.25)
-    handles = [
-        Line2D([], [], color="black", linewidth=2, label="roofline: min(compute, HBM roof)"),
-        Line2D(
-            [], [], color="grey", linestyle=":", label=f"compute roof {compute_roof:.3g} TFLOP/s"
-        ),
-        Line2D([], [], color="grey", linestyle="--", label=f"HBM roof {bw:g} GB/s x intensity"),
-        *(
-            Line2D([], [], color=VARIANT_COLORS[v], marker="o", linestyle="none", label=v)
-            for v in VARIANTS
-        ),
-        Line2D([], [], color="gray", marker="x", linestyle="none", label="under-tile shape"),
-        *provenance_handles(),
-    ]
-    ax.legend(handles=handles, fontsize=8, loc="lower right")
     ax.set_title(
         "GEMM roofline: every config under the compute and HBM roofs of the topology; each shape "
         "(MxKxN) labelled at its fastest variant\n" + _note(grid),
         fontsize=10,
     )
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.09, top=0.91)
+    draw_roofline(ax, grid, TOPOLOGY, VARIANT_COLORS)
     return save(fig, path)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_npubench import ConfigResult
-from pytest_npubench.plotting import REUSED_ALPHA, measured, save
+from pytest_npubench.plotting import REUSED_ALPHA, mark_failed, measured, save
 from sim.topology import Topology
 
 #: the ``pe`` sweep axis: how the PE times a tile-op
@@ -33,22 +33,33 @@ def pe_model(params: Mapping[str, Any]) -> str:
     return str(params.get("pe", "tile"))
 
 
+def dataflow(params: Mapping[str, Any]) -> str:
+    """The systolic array's dataflow: the config's ``dataflow`` param, else :data:`DATAFLOW`."""
+    return str(params.get("dataflow", DATAFLOW))
+
+
 def topology_for(params: Mapping[str, Any], topo: Topology) -> Topology:
     """The topology a config runs on: ``topo``, or ``topo`` with a systolic PE."""
     if pe_model(params) == "tile" or topo.pe.model == "systolic":
         return topo
-    return topo.with_systolic_pe(topo.pe.tile_m, topo.pe.tile_n, DATAFLOW)
+    return topo.with_systolic_pe(topo.pe.tile_m, topo.pe.tile_n, dataflow(params))
 
 
 def excluded(params: Mapping[str, Any]) -> bool:
-    """Only the SYSTOLIC_CONFIGS pairs run on the systolic PE."""
+    """Only the SYSTOLIC_CONFIGS pairs run on the systolic PE (and the configs that name
+    their dataflow: ``benches/_gemm_paths.py``)."""
     wanted = SYSTOLIC_CONFIGS.get(tuple(params["shape"]))
-    return pe_model(params) == "systolic" and params["variant"] != wanted
+    named = "dataflow" in params
+    return pe_model(params) == "systolic" and params["variant"] != wanted and not named
 
 
 def id_suffix(params: Mapping[str, Any]) -> str:
-    """``-systolic`` for the systolic-PE configs; tile configs keep their ids."""
-    return "" if pe_model(params) == "tile" else "-systolic"
+    """``-systolic`` for the systolic-PE configs (``-systolic-ws``, ``-systolic-is`` for the
+    other dataflows); tile configs keep their ids."""
+    if pe_model(params) == "tile":
+        return ""
+    df = dataflow(params)
+    return "-systolic" + ("" if df == DATAFLOW else f"-{df}")
 
 
 def tile_results(results: Mapping[str, ConfigResult]) -> dict[str, ConfigResult]:
@@ -63,7 +74,7 @@ def systolic_vs_tile(results: dict[str, ConfigResult], topo: Topology, path: Pat
     pairs: dict[tuple[int, ...], dict[str, ConfigResult]] = {}
     for res in results.values():
         shape = tuple(res.params["shape"])
-        if SYSTOLIC_CONFIGS.get(shape) == res.params["variant"]:
+        if SYSTOLIC_CONFIGS.get(shape) == res.params["variant"] and "dataflow" not in res.params:
             pairs.setdefault(shape, {})[pe_model(res.params)] = res
     shapes = sorted(pairs, key=lambda s: (s[0] * s[1] * s[2], s))
     sys_topo = topology_for({"pe": "systolic"}, topo)
@@ -90,6 +101,7 @@ def systolic_vs_tile(results: dict[str, ConfigResult], topo: Topology, path: Pat
             for bar, alpha in zip(bars, alphas, strict=True):
                 bar.set_alpha(alpha)
             ax.bar_label(bars, fmt="%.3g", fontsize=7)
+            mark_failed(ax, xs, ys, rows)
         ax.set_xticks(
             range(len(shapes)),
             [f"{'x'.join(map(str, s))}\n{SYSTOLIC_CONFIGS[s]}" for s in shapes],

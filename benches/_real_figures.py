@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_npubench import ConfigResult
-from pytest_npubench.plotting import measured, provenance, save
+from pytest_npubench.plotting import mark_failed, measured, provenance, save
 from sim.calibrate.nccltests import bus_factor
 
 MIB = 1 << 20
@@ -15,17 +15,17 @@ MIB = 1 << 20
 
 def _curves(
     results: Mapping[str, ConfigResult],
-) -> dict[str, dict[int, tuple[float, float, bool]]]:
-    """Per system: size -> (published us, simulated us, measured in this run)."""
+) -> dict[str, dict[int, tuple[float, float, bool, ConfigResult]]]:
+    """Per system: size -> (published us, simulated us, measured in this run, its config)."""
     from benches.real_systems import ALL_SIZES, size_key
 
-    out: dict[str, dict[int, tuple[float, float, bool]]] = {}
+    out: dict[str, dict[int, tuple[float, float, bool, ConfigResult]]] = {}
     for r in results.values():
         for size in ALL_SIZES:
             pub = r.metrics.get(f"published_us_{size_key(size)}", 0.0)
             sim = r.metrics.get(f"sim_us_{size_key(size)}", 0.0)
             if pub > 0 and sim > 0:
-                out.setdefault(r.params["system"], {})[size] = (pub, sim, measured(r))
+                out.setdefault(r.params["system"], {})[size] = (pub, sim, measured(r), r)
     return out
 
 
@@ -72,6 +72,7 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
             + f"; all {100 * overall:.1f} %"
         )
         top.plot(sizes, sim, "-", color="#dd8452", label=f"simulated ({bands})")
+        mark_failed(top, sizes, sim, [rows[s][3] for s in sizes])
         top.set_xscale("log", base=2)
         top.set_yscale("log")
         top.set_ylabel("busbw (GB/s, nccl-tests)")

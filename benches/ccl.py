@@ -38,6 +38,7 @@ from typing import Any
 from benches._ccl_collective_figures import figure_name
 from benches._ccl_figures import figure_grid as figure_grid
 from benches._ccl_figures import figures
+from benches._ccl_paths import with_paths
 from benches._ccl_sweep import (
     CHIPS,
     GATED_CHIPS,
@@ -53,6 +54,7 @@ from benches._ccl_sweep import (
     gated_more,
     size_label,
 )
+from benches._invariants import ccl_invariants
 from benches._shared import bench_topology, chips_meta, trace_writer
 from pytest_npubench import Bench, Metric, Result, Sweep
 from sim import (
@@ -152,6 +154,8 @@ def run(params: dict[str, Any]) -> Result:
         "bound_ns": bounds.time_ps / 1000,
         "algo_bound_busbw_gbs": algo_bound,
     }
+    # derived metrics, each link record, the alpha-beta time (issue 26)
+    problems += ccl_invariants(sim_run, metrics, params, topo, (moved, resource_ps))
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
 
@@ -217,7 +221,7 @@ CAPTIONS = {
 SWEEP = [
     Sweep(
         {"topology": [t], "chips": CHIPS, "algorithm": list(algorithms_for(t)), "size": SIZES},
-        gated=gated,
+        gated=with_paths(gated),
     )
     for t in TOPOLOGIES
 ] + [
@@ -229,7 +233,7 @@ SWEEP = [
             "algorithm": list(COLLECTIVE_ALGORITHMS[c]),
             "size": sizes,
         },
-        gated=gated_more,
+        gated=with_paths(gated_more),
     )
     for c in MORE_COLLECTIVES
     for t in TOPOLOGIES

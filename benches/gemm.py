@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from benches import _gemm_paths as paths
 from benches import _gemm_systolic as systolic
 from benches._gemm_figures import STAGE_NAMES, Shape, figures
 from benches._gemm_figures import figure_grid as figure_grid
+from benches._invariants import gemm_invariants
 from benches._shared import bench_topology, topology_meta, trace_writer
 from pytest_npubench import Bench, Metric, Result, Sweep
 from sim import VARIANTS, GemmShape, OpLog, check_coverage, gemm_metrics
@@ -118,6 +120,7 @@ def run(params: dict[str, Any]) -> Result:
         except DataCheckError as exc:
             problems.append(f"data check: {exc}")
     metrics = {k: v for k, v in gemm_metrics(sim_run).items() if k in METRICS}
+    problems += gemm_invariants(sim_run, metrics)  # derived metrics, engines' records (issue 26)
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
 
@@ -201,7 +204,7 @@ CAPTIONS = {
         "the useful efficiency (real / padded MACs: what tile padding costs). Pale bars are "
         "reused from the baseline."
     ),
-    "theoretical_vs_measured.png": (
+    "model_vs_simulated.png": (
         "Top: the analytic model's mac_util (dash) and the simulator's (dot) per config. "
         "Bottom: simulated / modelled latency; the green band is within 1 %, ratios outside "
         "it are printed. Hollow dots are reused from the baseline."
@@ -222,6 +225,7 @@ SWEEP = [
     Sweep({"shape": shapes, "variant": list(VARIANTS), "pe": list(systolic.PE_MODELS)}, gated=g)
     for shapes, g in ((GATED, True), (REGEN_ONLY, False))
 ]
+SWEEP += paths.SWEEP  # one gated config per path the groups above gate nowhere
 
 BENCH = Bench(
     name="gemm",

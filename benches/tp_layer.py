@@ -7,7 +7,7 @@ tokens, where the op log is replayed on integer matrices and every chip's output
 the unsharded ``X @ W1 @ W2`` exactly; and hidden 4096 / 8192 x tokens 128 .. 8192.
 
 Each group has its own gated configs: every layer x mode x topology at hidden 128 (TP 2, 4,
-8 on the ring, TP 4 elsewhere: :func:`gated_functional`) and at hidden 4096, 512 tokens,
+8 on the ring, TP 2 and 4 elsewhere: :func:`gated_functional`) and at hidden 4096, 512 tokens,
 TP 4 (:func:`gated_real`); the rest is regen-only. Each config runs the layer, its GEMMs
 alone and its collectives alone (``sim.run_layer``) and checks that no mode
 beats the bound ``max(compute, communication)`` and that ``serial`` is their sum within 1 %.
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benches._invariants import tp_invariants
 from benches._shared import bench_topology, chips_meta, trace_writer
 from benches._tp_figures import figure_grid as figure_grid
 from benches._tp_figures import figures
@@ -28,6 +29,7 @@ from pytest_npubench import Bench, Metric, Result, Sweep
 from sim import LayerConfig, OpLog, Topology, check_layer_data, layer_metrics
 from sim import run_layer as simulate_layer_run
 from sim.tp.config import LAYERS, MODES
+from sim.tp.depcheck import check_layer_dependencies
 
 TOPOLOGY = bench_topology()
 
@@ -44,8 +46,9 @@ TIME_TOLERANCE = 0.001
 
 
 def gated_functional(params: dict[str, Any]) -> bool:
-    """Gated at hidden 128 (data replayed): TP 2, 4 and 8 on the ring, TP 4 on the others."""
-    return bool(params["topology"] == "ring" or params["tp"] == 4)
+    """Gated at hidden 128 (data replayed): TP 2, 4 and 8 on the ring, TP 2 and 4 on the others
+    (two chips: both ring neighbours are one chip; issue 26's path coverage)."""
+    return bool(params["topology"] == "ring" or params["tp"] in (2, 4))
 
 
 def gated_real(params: dict[str, Any]) -> bool:
@@ -104,6 +107,9 @@ def run(params: dict[str, Any]) -> Result:
     sim_run = simulate_layer_run(layer_config(params), topology_for(params))
     metrics = layer_metrics(sim_run)
     problems = []
+    race = check_layer_dependencies(sim_run)  # every run: independent of timing (issue 26)
+    if race:
+        problems.append(race)
     wrong = 0
     if _macs(params) <= FUNCTIONAL_MAX_MACS:
         wrong, why = check_layer_data(sim_run)
@@ -121,6 +127,7 @@ def run(params: dict[str, Any]) -> Result:
             f"serial latency {lat} ps is not compute {comp} + communication {comm} ps within 1 %"
         )
     metrics["wrong"] = wrong
+    problems += tp_invariants(sim_run, metrics, topology_for(params))  # issue 26
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
 
@@ -174,9 +181,24 @@ def _sweep(layer: str) -> list[Sweep]:
     ]
 
 
+#: issue 26, races: each overlap mode replayed where the GEMM is the slow part (links idle,
+#: so a collective op that does not wait for its GEMM block reads its rows before they are
+#: written); hidden 256 at 512 tokens on 4 chips is compute-bound for both modes and cheap
+RACE_SWEEP = Sweep(
+    {
+        "layer": ["mlp"],
+        "hidden": [256],
+        "tokens": [512],
+        "tp": [4],
+        "topology": ["ring"],
+        "mode": ["gemm_ar", "ag_rs"],
+    },
+    gated=True,
+)
+
 BENCH = Bench(
     name="tp_layer",
-    sweep=[group for layer in LAYERS for group in _sweep(layer)],  # layer by layer
+    sweep=[*(group for layer in LAYERS for group in _sweep(layer)), RACE_SWEEP],  # layer by layer
     run=run,
     metrics=METRICS,
     config_id=config_id,

@@ -2,6 +2,7 @@
 
     python benchmarks/ccl_scale.py                 # the table below (a few minutes)
     python benchmarks/ccl_scale.py --quick         # without the p = 4096 and direct rows
+    python benchmarks/ccl_scale.py --direct        # only the direct rows (ADR 0026)
 
 Each row runs in its own process (so its peak RSS is its own) and prints: collective,
 algorithm, topology, p, the path taken (``symmetric``: timed, stored and checked from one
@@ -14,10 +15,16 @@ symmetric path, over every row for the event engine).
 
 Targets (issue 25): ring allreduce of 256 MiB on a ring, p = 1024 in <= 1 s and <= 500 MiB,
 p = 4096 in <= 5 s; ``direct`` on a 32-chip ring in <= 1 s (not met: it runs the event
-engine, see the last row); cost near-linear in p for symmetric cases.
+engine before ADR 0026; now by symmetry: the ``direct`` rows, p = 8..128 at 64 and 256 MiB,
+compared with the event engine where it fits: p <= 32 at 256 MiB, p <= 64 at 64 MiB);
+cost near-linear in p for symmetric cases.
 
-ASTRA-sim is not built on this machine (../shared/astra-sim/README.md says how it was set
-up): its times are QUOTED from that page and issue 25, not measured here.
+ASTRA-sim 2 (analytical, congestion-aware, built outside the repository as
+../shared/astra-sim/README.md says; ``benchmarks/astra_peer.py`` runs it set up alike, with
+our topology's link bandwidth and latency) runs beside each ring row up to ``--astra-max P``
+(default 256; its p = 1024 pipelined takes ~4 minutes) in the same run: its simulated time,
+the difference to ours, its CPU and wall seconds and peak RSS, and the ratios (its CPU over
+ours; its wall over our wall). Where it is not built, the script says so and quotes it.
 """
 
 from __future__ import annotations
@@ -33,7 +40,6 @@ import time
 from pathlib import Path
 
 MIB = 1 << 20
-ASTRA = Path("/work/shared/astra-sim")
 ASTRA_QUOTED = {64: 0.35, 256: 9.1}  # wall s, ring allreduce, congestion-aware, pipelined
 
 
@@ -56,10 +62,10 @@ def one(p: int, algorithm: str, mib: int, exact: bool) -> dict[str, object]:
 
     os.environ.setdefault(OPS_BUDGET_ENV, "50000000")
     topo = load_topology().replace_chips(count=p, topology="ring")
-    c0 = time.process_time()
+    c0, w0 = time.process_time(), time.perf_counter()
     run = allreduce(topo, mib * MIB, algorithm)
     m = collective_metrics(run)
-    cpu = time.process_time() - c0
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     log = run.log
     stored = len(log.rep) if isinstance(log, SymmetricLog) else len(log)
     row: dict[str, object] = {
@@ -67,6 +73,7 @@ def one(p: int, algorithm: str, mib: int, exact: bool) -> dict[str, object]:
         "algorithm": algorithm,
         "path": "symmetric" if isinstance(run, SymmetricRun) else "event",
         "cpu": cpu,
+        "wall": wall,
         "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "stored": stored,
         "records": len(log),
@@ -102,6 +109,26 @@ def exponent(rows: list[dict[str, object]], key: str) -> float:
     )
 
 
+def direct_rows() -> None:
+    """direct allreduce on rings (sim.collectives.fast_direct), 64 and 256 MiB."""
+    print("allreduce, direct algorithm, ring topology (npu-1h links)")
+    print(
+        f"{'MiB':>4} {'p':>4} {'path':<9} {'cpu s':>7} {'rss MiB':>8} {'stored':>8} "
+        f"{'records':>10} {'sim time us':>12} {'#wrong':>6} {'vs event engine':>28}"
+    )
+    for mib in (64, 256):
+        for p in (8, 16, 32, 64, 128):
+            exact = p <= (64 if mib == 64 else 32)
+            r = spawn(p, "direct", mib, exact=exact)
+            same = r["same"] and f"{r['same']} (event {float(r['exact_cpu']):.2f} s)"  # type: ignore[arg-type]
+            print(
+                f"{mib:>4} {p:>4} {r['path']:<9} {float(r['cpu']):7.2f} "  # type: ignore[arg-type]
+                f"{float(r['rss']):8.0f} {r['stored']:>8} {r['records']:>10} "  # type: ignore[arg-type]
+                f"{float(r['time_us']):12.1f} {r['wrong']:>6} {same or '-':>28}",  # type: ignore[arg-type]
+                flush=True,
+            )
+
+
 def main(quick: bool) -> None:
     mib = 256
     ps = [8, 16, 32, 64, 128, 256, 1024] + ([] if quick else [2048, 4096])
@@ -127,22 +154,52 @@ def main(quick: bool) -> None:
     print(f"cost exponent, symmetric path (p >= 64): CPU ~ p^{exponent(big, 'cpu'):.2f}")
     print(f"cost exponent, event engine (p <= 64):   CPU ~ p^{exponent(exact, 'exact_cpu'):.2f}")
     if not quick:
-        r = spawn(32, "direct", mib, exact=False)
+        direct_rows()
+    astra_rows(rows, mib)
+
+
+def astra_rows(rows: list[dict[str, object]], mib: int) -> None:
+    """ASTRA-sim on the ring rows' configs, measured here, and the ratios."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import astra_peer
+
+    why = astra_peer.available()
+    if why:
+        print(f"ASTRA-sim: {why}; QUOTED, not measured (../shared/astra-sim/README.md):")
+        for p, wall in ASTRA_QUOTED.items():
+            print(f"  ring allreduce p={p}: {wall} s wall (quoted)")
+        return
+    from sim import load_topology
+
+    chips = load_topology().chips
+    most = int(sys.argv[sys.argv.index("--astra-max") + 1]) if "--astra-max" in sys.argv else 256
+    print(
+        f"ASTRA-sim 2 beside it (congestion-aware, pipelined, both directions; "
+        f"{chips.link_bw_gbs} GB/s, {chips.link_latency_ns} ns hops), same run:"
+    )
+    print(
+        f"{'p':>5} {'ours us':>10} {'ASTRA us':>10} {'diff':>7} {'our cpu':>8} {'A cpu':>7} "
+        f"{'A wall':>7} {'A MiB':>6} {'cpu ratio':>9} {'wall ratio':>10}"
+    )
+    for r in rows:
+        p = int(r["p"])  # type: ignore[call-overload]
+        if p > most:
+            continue
+        a = astra_peer.run_allreduce(p, mib * MIB, chips.link_bw_gbs, chips.link_latency_ns)
+        ours_us, theirs_us = float(r["time_us"]), a["sim_ns"] / 1000  # type: ignore[arg-type]
+        cpu, wall = float(r["cpu"]), float(r["wall"])  # type: ignore[arg-type]
         print(
-            f"{'allreduce':<10} {'direct':<9} {'ring':<8} {32:>5} {r['path']:<9} "
-            f"{float(r['cpu']):7.2f} {float(r['rss']):8.0f} {r['stored']:>8} "  # type: ignore[arg-type]
-            f"{r['records']:>10} {float(r['time_us']):12.1f} {r['wrong']:>6}"  # type: ignore[arg-type]
+            f"{p:>5} {ours_us:10.1f} {theirs_us:10.1f} {(ours_us / theirs_us - 1) * 100:+6.2f}% "
+            f"{cpu:8.3f} {a['cpu']:7.3f} {a['wall']:7.3f} {a['rss']:6.0f} "
+            f"{a['cpu'] / max(cpu, 1e-9):8.1f}x {a['wall'] / max(wall, 1e-9):9.1f}x"
         )
-    built = any(ASTRA.glob("**/AstraSim_Analytical_Congestion_Aware"))
-    note = "present but not run by this script" if built else "not built on this machine"
-    print(f"ASTRA-sim ({note}): QUOTED, not measured (../shared/astra-sim/README.md, issue 25):")
-    for p, wall in ASTRA_QUOTED.items():
-        print(f"  ring allreduce p={p}: {wall} s wall (quoted)")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--one":
         p, algorithm, mib, exact = sys.argv[2:6]
         print(json.dumps(one(int(p), algorithm, int(mib), exact == "1")))
+    elif "--direct" in sys.argv:
+        direct_rows()
     else:
         main("--quick" in sys.argv)

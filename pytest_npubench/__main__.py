@@ -1,5 +1,5 @@
 """``python -m pytest_npubench merge SHARD_DIR... [--regen-baselines] [--npubench-artifacts=DIR]
-[--recheck N|all]``
+[--recheck N|all]`` and ``python -m pytest_npubench history ...`` (:mod:`.history_cli`).
 
 Merges the artifact folders of a sweep run as ``--npubench-shard K/N`` on several machines.
 A shard.json is downloaded data, so it is checked before it is used (ADR 0018): read as a
@@ -60,6 +60,12 @@ def _parser() -> argparse.ArgumentParser:
         help=f"re-simulate N random measured configs of each shard and refuse the merge if "
         f"one differs (default: {DEFAULT_RECHECK}; 0: none; all: every config)",
     )
+    commands.add_parser(
+        "history",
+        add_help=False,
+        help="the baselines' history from git: which commits moved which metric "
+        "(python -m pytest_npubench history --help)",
+    )
     return parser
 
 
@@ -100,7 +106,12 @@ def merge(argv: Sequence[str]) -> int:
 
 
 def main() -> None:
-    sys.exit(merge(sys.argv[1:]))
+    argv = sys.argv[1:]
+    if argv[:1] == ["history"]:
+        from pytest_npubench.history_cli import run
+
+        sys.exit(run(argv[1:]))
+    sys.exit(merge(argv))
 
 
 if __name__ == "__main__":

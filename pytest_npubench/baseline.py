@@ -98,6 +98,21 @@ def load(path: Path, bench: str | None = None) -> BaselineFile | None:
     return found
 
 
+def parse_text(path: Path, text: str, bench: str | None = None) -> BaselineFile:
+    """A baseline file's content from its text (a version read from git, say): the checks of
+    :func:`load` without the file system; ``path`` names it in a BaselineError."""
+    try:
+        data = loads(text, "baseline file")
+    except InputError as exc:
+        raise BaselineError(path, str(exc)) from None
+    found = _parse(path, data)
+    if bench is not None and found.bench and found.bench != bench:
+        raise BaselineError(
+            path, f"is the baseline of bench {found.bench!r}, not of {bench!r} ('bench' field)"
+        )
+    return found
+
+
 _short = short
 
 

@@ -18,6 +18,15 @@ class BenchContext(Protocol):
         """--regen-baselines: measure regen-only configs too; never fail a gate."""
 
     @property
+    def sweep_variant(self) -> str | None:
+        """--npubench-sweep-variant: one variant of a hardware sweep; measured, never gated."""
+
+    @property
+    def measure_regen_only(self) -> bool:
+        """Regen-only configs are measured, not reused (--regen-baselines, or a sweep's variant
+        with a -k selection)."""
+
+    @property
     def fail_improvements(self) -> bool:
         """An improvement beyond tolerance fails (the default)."""
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from pytest_npubench.compare import ConfigResult
 from pytest_npubench.discover import benches_in, import_bench_module
+from pytest_npubench.figure_context import FigureContext, using
 
 
 @dataclass
@@ -50,15 +51,22 @@ class FigureJob:
     error: str = ""
 
     def send(
-        self, bench: str, results: Mapping[str, ConfigResult], outdir: Path, root: Path
+        self,
+        bench: str,
+        results: Mapping[str, ConfigResult],
+        outdir: Path,
+        root: Path,
+        context: FigureContext | None = None,
     ) -> None:
-        """Hand over one bench's results; the child draws into ``outdir`` (paths relative
-        to root). The job goes through a file and only its name through the pipe."""
+        """Hand over one bench's results (and what its figures must say about the run); the
+        child draws into ``outdir`` (paths relative to root). The job goes through a file
+        and only its name through the pipe."""
         job = {
             "bench": bench,
             "outdir": str(outdir),
             "root": str(root),
             "results": [r.to_payload() for r in results.values()],
+            "context": None if context is None else context.to_json(),
         }
         with tempfile.NamedTemporaryFile(
             "w", suffix=".json", prefix="npubench-figures-", delete=False, encoding="utf-8"
@@ -254,8 +262,15 @@ def _draw_job(bench: Any, job: dict[str, Any]) -> dict[str, Any]:
         results[result.config_id] = result
     outdir, root = Path(job["outdir"]), Path(job["root"])
     figures = bench.figures
+    raw = job.get("context")
+    context = None if raw is None else FigureContext.from_json(raw)
+
+    def drawn() -> list[Any]:
+        with using(context):
+            return [figures(results, outdir)]
+
     try:
-        paths = draw(lambda: [figures(results, outdir)], outdir, root, use_mpl=True)
+        paths = draw(drawn, outdir, root, use_mpl=True)
     except Exception as exc:
         return {"error": repr(exc), "traceback": bench_traceback(exc)}
     return {"paths": [p.as_posix() for p in paths]}

@@ -4,22 +4,27 @@ the controller, or the controller itself at the end (the processes themselves:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_npubench import artifacts
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
 from pytest_npubench.drawing import DrawingThread, FigureError, FigureJob
 from pytest_npubench.drawing import start as start_figures
+from pytest_npubench.figure_context import FigureContext, for_bench, using
+from pytest_npubench.run_baselines import RunBaselines
+from pytest_npubench.stale import remove_stale
 from pytest_npubench.state import RunState
 
 
 class FigureJobs:
     """The figure drawing of one session (the controller's; workers draw nothing)."""
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState, baselines: RunBaselines | None = None) -> None:
         self.state = state
+        self.baselines = baselines  # tells a what-if (None: never one)
         self._jobs: dict[str, FigureJob] = {}  # benches drawn by a child process
         self._warmed = False  # the drawing thread considered (xdist controller)
         self._here: DrawingThread | None = None  # draws this process's benches early
@@ -91,15 +96,35 @@ class FigureJobs:
             return
         here = self._here
         if here is not None and bench.figures is not None and bench.name not in here.sent:
-            inputs = artifacts.figure_inputs(self.state.ordered_results(bench))
+            context, inputs = self.inputs(bench, self.state.ordered_results(bench))
             if inputs:
-                here.send(bench.name, inputs, lambda: self._draw_here(bench, inputs))
+                here.send(bench.name, inputs, lambda: self._draw_here(bench, inputs, context))
+
+    def inputs(
+        self, bench: Bench, results: Mapping[str, ConfigResult]
+    ) -> tuple[FigureContext, dict[str, ConfigResult]]:
+        """What a bench's figures draw (every config with values; under a what-if only those
+        measured on this run's topology) and what they must say about the run (issue 27)."""
+        state = self.state
+        whatif = ""
+        if self.baselines is not None and self.baselines.whatif_lines(bench):
+            file = self.baselines.file(bench)
+            before = file.fingerprint if file is not None else "?"
+            whatif = f"this run {state.fingerprint(bench)}, baseline {before}"
+        return for_bench(
+            bench.name,
+            len(bench.configs),
+            results,
+            regen=state.regen,
+            fail_improvements=state.fail_improvements,
+            whatif=whatif,
+        )
 
     def _send(self, bench: Bench, job: FigureJob) -> None:
-        inputs = artifacts.figure_inputs(self.state.ordered_results(bench))
+        context, inputs = self.inputs(bench, self.state.ordered_results(bench))
         if inputs:
             root = self.state.artifacts_dir
-            job.send(bench.name, inputs, root / bench.name, root)
+            job.send(bench.name, inputs, root / bench.name, root, context)
         else:
             del self._jobs[bench.name]  # nothing to draw
 
@@ -110,7 +135,7 @@ class FigureJobs:
             bench = next(b for b in self.state.benches if b.name == name)
             if name not in job.sent:
                 self._send(bench, job)
-            elif job.sent[name] != artifacts.figure_inputs(self.state.ordered_results(bench)):
+            elif job.sent[name] != self.inputs(bench, self.state.ordered_results(bench))[1]:
                 job.finish()  # it may be writing this bench's files: let it end first
                 del self._jobs[name]
         for job in self._children():
@@ -153,7 +178,7 @@ class FigureJobs:
             except Exception as exc:
                 state.problem(f"figures of bench {bench.name!r} failed: {exc}")
             return []
-        inputs = artifacts.figure_inputs(results)
+        context, inputs = self.inputs(bench, results)
         here = self._here
         self.join_thread()
         if not inputs or (bench.figures is None and not self._hooked()):
@@ -161,20 +186,37 @@ class FigureJobs:
         try:
             if here is not None and here.sent.get(bench.name) == inputs:
                 return here.result(bench.name)
-            return self._draw_here(bench, inputs)
+            return self._draw_here(bench, inputs, context)
         except Exception as exc:
             state.problem(f"figures of bench {bench.name!r} failed: {exc!r}", exc)
             return []
 
-    def _draw_here(self, bench: Bench, inputs: Mapping[str, ConfigResult]) -> list[Path]:
+    def _draw_here(
+        self, bench: Bench, inputs: Mapping[str, ConfigResult], context: FigureContext
+    ) -> list[Path]:
         """Draw a bench's figures in this process (the figures hook); raises what it raises."""
         config = self.state.config
         hook = config.hook.pytest_npubench_figures
         root = self.state.artifacts_dir
         outdir = root / bench.name
-        return artifacts.draw(
-            lambda: hook(config=config, bench=bench, results=inputs, outdir=outdir),
-            outdir,
-            root,
-            use_mpl=True,
-        )
+
+        def draw() -> list[Any]:
+            with using(context):
+                return list(hook(config=config, bench=bench, results=inputs, outdir=outdir))
+
+        return artifacts.draw(draw, outdir, root, use_mpl=True)
+
+    def remove_stale(self, drawn: Mapping[str, Sequence[Path]]) -> list[Path]:
+        """After drawing: remove figures this run did not draw from its benches' folders and
+        the folders of benches this run did not select (:mod:`pytest_npubench.stale`)."""
+        state = self.state
+        if state.shard is not None or state.interrupted:
+            return []
+        known = {b.name for b in state.sources} | {b.name for b in state.benches}
+        try:
+            return remove_stale(state.artifacts_dir, known, drawn)
+        except OSError as exc:
+            state.problem(
+                f"could not remove stale figures in {state.relpath(state.artifacts_dir)}: {exc!r}"
+            )
+            return []

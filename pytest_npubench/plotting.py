@@ -8,15 +8,21 @@ filled, reused ones hollow (or pale), and the subtitle counts both (:func:`prove
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pytest_npubench import figure_context
 from pytest_npubench.compare import ConfigResult
 
 #: (threshold in ns, divisor, unit): a time >= threshold is shown in that unit
 _TIME_UNITS = ((1e9, 1e9, "s"), (1e6, 1e6, "ms"), (1e3, 1e3, "µs"), (0.0, 1.0, "ns"))
 REUSED_ALPHA = 0.35
+FAILED_COLOR = "#d62728"
+#: verdicts that mark a config failed when no plugin context says which failed (a notebook)
+FAILED_VERDICTS = frozenset({"regression", "failed-check", "error", "new"})
+BANNER_LINE_IN = 0.2  # inches of figure height per banner line
 
 
 def time_unit(largest_ns: float) -> tuple[float, str]:
@@ -72,17 +78,124 @@ def markers(
                 markerfacecolor=color if ran else "white",
                 **{"marker": "o", **style},
             )
+    mark_failed(ax, xs, ys, rows)
 
 
-def provenance_handles(prefix: str = "") -> list[Any]:
-    """Legend entries for the two marker styles: filled = measured, hollow = reused."""
+def failed(result: ConfigResult) -> bool:
+    """True if this config's item failed in this run (the plugin's context says which;
+    without one, its verdict)."""
+    context = figure_context.current()
+    if context is not None:
+        return result.config_id in context.failed
+    return result.verdict in FAILED_VERDICTS
+
+
+def mark_failed(ax: Any, xs: list[Any], ys: list[float], rows: list[ConfigResult]) -> int:
+    """A red x over each point of a failed config (one ``plot`` call); how many were marked."""
+    sel = [(x, y) for x, y, r in zip(xs, ys, rows, strict=True) if failed(r)]
+    if sel:
+        ax.plot(
+            [x for x, _ in sel],
+            [y for _, y in sel],
+            linestyle="none",
+            marker="x",
+            markersize=11,
+            markeredgewidth=2.2,
+            color=FAILED_COLOR,
+            zorder=10,
+            gid="npubench-failed",
+        )
+    return len(sel)
+
+
+def failed_handle() -> Any:
+    """The legend entry of :func:`mark_failed`'s marker."""
     from matplotlib.lines import Line2D
 
-    style: dict[str, Any] = {"color": "gray", "marker": "o", "linestyle": "none"}
-    return [
-        Line2D([], [], **style, label=f"{prefix}measured in this run"),
-        Line2D([], [], **style, markerfacecolor="white", label=f"{prefix}reused from the baseline"),
-    ]
+    return Line2D(
+        [],
+        [],
+        linestyle="none",
+        marker="x",
+        markersize=9,
+        markeredgewidth=2.2,
+        color=FAILED_COLOR,
+        label="failed in this run",
+    )
+
+
+def any_failed(results: Iterable[ConfigResult]) -> bool:
+    """Whether a legend needs :func:`failed_handle`."""
+    return any(failed(r) for r in results)
+
+
+def banner(fig: Any) -> list[str]:
+    """Stamp the run's banner (partial run, what-if, failures: ``figure_context``) in red
+    above the figure, the figure grown to make room so nothing is covered; the lines."""
+    context = figure_context.current()
+    lines = [] if context is None else context.banner()
+    if not lines:
+        return []
+    width, height = fig.get_size_inches()
+    extra = BANNER_LINE_IN * len(lines) + 0.1
+    scale = height / (height + extra)
+    fig.set_size_inches(width, height + extra, forward=False)
+    for ax in fig.axes:  # keep every panel, text and title where it was, in inches
+        box = ax.get_position(original=True)
+        ax.set_position([box.x0, box.y0 * scale, box.width, box.height * scale])
+    texts = list(fig.texts)  # the suptitle is one of them (Figure.text): moved once
+    if fig._suptitle is not None and all(fig._suptitle is not t for t in texts):
+        texts.append(fig._suptitle)
+    for text in texts:
+        x, y = text.get_position()
+        text.set_position((x, y * scale))
+    for legend in fig.legends:
+        anchor = legend.get_bbox_to_anchor().transformed(fig.transFigure.inverted())
+        legend.set_bbox_to_anchor(
+            (anchor.x0, anchor.y0 * scale, anchor.width, anchor.height * scale),
+            transform=fig.transFigure,
+        )
+    fig.text(
+        0.5,
+        1 - 0.05 / (height + extra),
+        "\n".join(lines),
+        ha="center",
+        va="top",
+        color=FAILED_COLOR,
+        fontsize=9,
+        fontweight="bold",
+        gid="npubench-banner",
+    )
+    return lines
+
+
+def drawn_failures() -> bool:
+    """The plugin's context says a config with values to draw failed in this run."""
+    context = figure_context.current()
+    return context is not None and len(context.failed) > len(context.failed_unplotted)
+
+
+def provenance_handles(
+    prefix: str = "", results: Iterable[ConfigResult] | None = None, marker: str = "o"
+) -> list[Any]:
+    """Legend entries for the two marker styles: filled = measured, hollow = reused (given
+    ``results``, only the styles they use); and the red x of a failed config when any drawn
+    failed (in ``results``, or per the context)."""
+    from matplotlib.lines import Line2D
+
+    style: dict[str, Any] = {"color": "gray", "marker": marker, "linestyle": "none"}
+    listed = None if results is None else list(results)
+    handles = []
+    if listed is None or any(measured(r) for r in listed):
+        handles.append(Line2D([], [], **style, label=f"{prefix}measured in this run"))
+    if listed is None or not all(measured(r) for r in listed):
+        handles.append(
+            Line2D(
+                [], [], **style, markerfacecolor="white", label=f"{prefix}reused from the baseline"
+            )
+        )
+    shown = any_failed(listed) if listed is not None else drawn_failures()
+    return handles + ([failed_handle()] if shown else [])
 
 
 def bars(ax: Any, xs: list[float], heights: list[float], width: float, colors: list[Any]) -> None:
@@ -109,7 +222,44 @@ def save(fig: Any, path: Path, dpi: int = 100) -> Path:
     """Save without a timestamp or software tag (byte-reproducible), then close the figure."""
     import matplotlib.pyplot as plt
 
+    banner(fig)
     # zlib level 3: about as small as matplotlib's default 6 here, and faster to encode
     fig.savefig(path, dpi=dpi, metadata={"Software": None}, pil_kwargs={"compress_level": 3})
     plt.close(fig)
     return path
+
+
+def nice_log_ticks(low: float, high: float, margin: float = 1.15) -> list[float]:
+    """Limits ``low / margin`` and ``high * margin`` (both > 0), then every 1, 2, 3, 5 x 10^k
+    between them (with 1.5 and 7 if that gives fewer than three): the ticks of a log axis
+    that labels every decade and is never left without a label across its data."""
+    if not 0 < low <= high:
+        raise ValueError(f"log ticks need 0 < low <= high, got {low!r}, {high!r}")
+    lo, hi = low / margin, high * margin
+    for steps in ((1, 2, 3, 5), (1, 1.5, 2, 3, 5, 7)):
+        ticks = [
+            step * 10.0**exponent
+            for exponent in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+            for step in steps
+            if lo <= step * 10.0**exponent <= hi
+        ]
+        if len(ticks) >= 3:
+            break
+    return [lo, *ticks, hi] if len(ticks) < 2 else ticks
+
+
+def log_time_axis(ax: Any, values: Iterable[float]) -> list[float]:
+    """A log y axis of times in ns, its limits at 1-2-5 ticks around ``values``, each tick
+    labelled in its own unit (``ns_tick_formatter``), no unlabelled minor ticks; the ticks."""
+    from matplotlib.ticker import NullFormatter, NullLocator
+
+    shown = [v for v in values if v > 0]
+    low, high = min(shown), max(shown)
+    ticks = nice_log_ticks(low, high)
+    ax.set_yscale("log")
+    ax.set_ylim(low / 1.15, high * 1.15)
+    ax.set_yticks(ticks)
+    ax.yaxis.set_major_formatter(ns_tick_formatter())
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    return ticks

@@ -176,6 +176,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="(used by 'python -m pytest_npubench merge') take each config's measurement from "
         "FILE instead of running it",
     )
+    group.addoption(
+        "--npubench-sweep",
+        dest="npubench_sweep",
+        metavar="KEY=V1,V2,...",
+        action="append",
+        default=[],
+        help="run the selected benches on each hardware variant: the topology with KEY (a "
+        "dotted key of its YAML, e.g. hbm.hbm_to_router_bw_gbs) set to each value; repeat for "
+        "the product of several keys. Writes sweep figures and tables, never baselines "
+        "(default folder: npubench-artifacts/sweep)",
+    )
+    group.addoption(
+        "--npubench-sweep-file",
+        dest="npubench_sweep_file",
+        metavar="FILE",
+        default=None,
+        help="a YAML sweep: {KEY: [V1, V2, ...], ...} (the product), or "
+        "{variants: [{KEY: V, ...}, ...]} (each listed variant)",
+    )
+    group.addoption(
+        "--npubench-sweep-variant",
+        dest="npubench_sweep_variant",
+        metavar="ID",
+        default=None,
+        help="(used by --npubench-sweep) this run is one variant of a sweep: measure, never gate",
+    )
     parser.addini(
         "npubench_paths",
         type="paths",
@@ -194,6 +220,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="baselines",
         help="folder of the baseline files <bench>.json (default: baselines)",
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """A hardware sweep runs each variant as a run of its own (:mod:`pytest_npubench.sweep`)."""
+    if not (config.option.npubench_sweep or config.option.npubench_sweep_file):
+        return None
+    from pytest_npubench.sweep import run_sweep
+
+    return run_sweep(config)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -53,7 +53,7 @@ class NpubenchSession(RunState):
         self.replay = load_replay(config)
         self.collection = Collection(self, self)
         self.baselines = RunBaselines(self)
-        self.figures = FigureJobs(self)
+        self.figures = FigureJobs(self, self.baselines)
         self.regenerate = Regen(self, self.baselines)
         self.writer = ArtifactWriter(self, self.baselines, self.figures)
         self.terminal = TerminalSummary(self, self.baselines)

@@ -28,6 +28,11 @@ class RunState:
         option = config.option
         self.names: tuple[str, ...] | None = option.npubench
         self.regen: bool = option.npubench_regen
+        self.sweep_variant: str | None = option.npubench_sweep_variant
+        #: a reused baseline is other hardware's numbers in a sweep: -k selects heavy configs
+        self.measure_regen_only: bool = self.regen or (
+            self.sweep_variant is not None and bool(option.keyword)
+        )
         allow = option.npubench_allow_improvements or bool(
             config.getini("npubench_allow_improvements")
         )
@@ -98,6 +103,10 @@ def _bench_paths(config: pytest.Config) -> list[Path]:
     if not paths:
         return [config.rootpath / "benches"]
     return [Path(p) for p in paths]
+
+
+#: The bench paths of a config (the sweep's report discovers benches with them too).
+bench_paths = _bench_paths
 
 
 def _ini_dir(config: pytest.Config, value: str) -> Path:

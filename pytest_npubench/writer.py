@@ -82,7 +82,9 @@ class ArtifactWriter:
             self.figures.cancel()
             return {}
         order = sorted(self.state.benches, key=self.figures.by_child)
-        return {b.name: self.figures.draw(b, self.state.ordered_results(b)) for b in order}
+        drawn = {b.name: self.figures.draw(b, self.state.ordered_results(b)) for b in order}
+        self.figures.remove_stale(drawn)  # no figure of an earlier run left beside them
+        return drawn
 
     def _draw_timelines(self, bench: Bench, results: Mapping[str, ConfigResult]) -> None:
         """A Gantt PNG beside each trace written in this run (index.html shows it)."""

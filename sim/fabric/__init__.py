@@ -19,7 +19,8 @@ Modules, each with one job:
 
 Imports run one way: a module imports only modules listed before it in ``dimensions``, ``network``,
 ``program``, ``switch_ops``, ``holds``, ``log``, ``one_shot``, ``scan``, ``events``,
-``uncontended``, ``rotation``, ``simulate``. Outside the package, ``sim.fabric`` imports only
+``uncontended``, ``rotation``, ``simulate``, ``symmetry``, ``ring_quotient`` (direct on a
+ring by symmetry, ADR 0026). Outside the package, ``sim.fabric`` imports only
 ``sim.topology``, ``sim.oplog``, ``sim.units``, ``sim.limits`` and ``sim.errors``; other code
 imports this package, not its modules.
 """
@@ -38,6 +39,8 @@ from sim.fabric.log import (
 )
 from sim.fabric.network import Network, build_network, ring_route, torus_cycle
 from sim.fabric.program import COPY, REDUCTION, TRANSFER, FabricProgram, hbm_default
+from sim.fabric.ring_quotient import direct_by_ring_rotation, expand_direct, goes_up
+from sim.fabric.ring_quotient import turn as ring_turn
 from sim.fabric.scan import one_after_another
 from sim.fabric.simulate import simulate_fabric
 from sim.fabric.switch_ops import SWITCH_REDUCE, SWITCH_REDUCE_STAGE
@@ -61,11 +64,15 @@ __all__ = [
     "SymmetricLog",
     "arrival_ps",
     "build_network",
+    "direct_by_ring_rotation",
+    "expand_direct",
+    "goes_up",
     "hbm_default",
     "one_after_another",
     "ring_links",
     "ring_network",
     "ring_route",
+    "ring_turn",
     "simulate_fabric",
     "torus_cycle",
 ]

@@ -1,5 +1,11 @@
-"""The event loop of the fabric timing: a heap of ``(time, op id, hop)`` events (the rules are
-in :mod:`sim.fabric.simulate`)."""
+"""The event loop of the fabric timing: a heap of ``(time, key, hop)`` events (the rules are
+in :mod:`sim.fabric.simulate`).
+
+What is due at the same time is taken in key order: servers freeing first (key ``REL``),
+then hops past the first, more hops travelled first, then by op id (key ``i - hop * n``),
+then first hops, reductions and copies by op id, a staging buffer coming back to transfer
+``i`` before ``i``'s own first hop (key ``i``): so a link serves simultaneous requests by
+hops travelled, then program order (ADR 0026)."""
 
 from __future__ import annotations
 
@@ -128,6 +134,7 @@ def simulate_events(
                 else:
                     held[c].append(i)
                     ready[idx] = -1
+    rel = -(1 << 62)  # the key of a server freeing: before every op due at the same time
     heap = [(0, i, 0) for i in ready if i >= 0]
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
@@ -163,7 +170,7 @@ def simulate_events(
 
     while heap:
         now, i, hop = pop(heap)
-        if i < 0:  # server `hop` frees: its first queued op starts
+        if i == rel:  # server `hop` frees: its first queued op starts
             if not queue[hop]:
                 busy[hop] = False
                 continue
@@ -180,6 +187,8 @@ def simulate_events(
                 credits[c] += 1
             continue
         else:
+            if hop:  # a hop past the first: keyed by hops travelled, then op id (ADR 0026)
+                i += hop * n
             k = kind[i]
             if k == TRANSFER and hop == 0 and staged[i] and not granted[i]:
                 c = conn[i]
@@ -218,13 +227,13 @@ def simulate_events(
                 if after > end:
                     end = after
             hop_end[i] = end
-            push(heap, (end, -1, res))
+            push(heap, (end, rel, res))
             at = slot[i] + hop
             r_start[at] = begin
             r_end[at] = end
             lat = lats[route_of[i][hop]]
             if hop + 1 < nrec[i]:
-                push(heap, (begin + lat, i, hop + 1))
+                push(heap, (begin + lat, i - (hop + 1) * n, hop + 1))
             else:
                 produced(i, begin + lat, end + lat, grain[i])
         else:
@@ -239,7 +248,7 @@ def simulate_events(
                     end = acc_end[g] + burst[i]
                 acc_end[g] = end
             if k == REDUCTION and contention:  # busy for its work, not while data trickles in
-                push(heap, (begin + first[i], -1, res))
+                push(heap, (begin + first[i], rel, res))
             at = slot[i]
             r_start[at] = begin
             r_end[at] = end

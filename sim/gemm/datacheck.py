@@ -102,6 +102,11 @@ class _Replay:
         self.data = {sp: np.zeros(size, np.uint8) for sp, size in self.extent.items()}
         self.dtype = _element_type(p.bpe)
         self.writer_of_c = np.full(-(-self.extent[HBM] // self.g), NEVER, np.int64)
+        #: the padded tiles each tile-op should multiply ([mi, ki], [ni, ki]); wrong ones seen
+        self.want_a: npt.NDArray[np.float64] | None = None
+        self.want_b: npt.NDArray[np.float64] | None = None
+        self.bad_a: dict[tuple[int, int], int] = {}
+        self.bad_b: dict[tuple[int, int], int] = {}
 
     # descriptions -----------------------------------------------------------------------
     def where(self, rng: tuple[int, int, int]) -> str:
@@ -253,6 +258,22 @@ class _Replay:
         else:
             raise DataCheckError(f"op {op_id}: unknown access kind {a.kind}")
 
+    def check_operands(
+        self, op_id: int, at: npt.NDArray[np.float64], bt: npt.NDArray[np.float64]
+    ) -> None:
+        """Note the A and B tiles a tile-op multiplied that are not the ones it should have
+        (tile-op ``(mi, ni, ki)`` multiplies A tile ``(mi, ki)`` by B tile ``(ki, ni)``)."""
+        if self.want_a is None or self.want_b is None:
+            return
+        p = self.prog.plan
+        t = self.ops[op_id].tile
+        j, ki = divmod(t, p.Kt)
+        mi, ni = divmod(j, p.Nt)
+        if not np.array_equal(at, self.want_a[mi, ki]):
+            self.bad_a.setdefault((mi, ki), op_id)
+        if not np.array_equal(bt, self.want_b[ni, ki]):
+            self.bad_b.setdefault((ki, ni), op_id)
+
     def mac(self, op_id: int, a: Access) -> None:
         p = self.prog.plan
         slot = self.bytes_of(a.reads[0]).view(self.dtype)
@@ -260,6 +281,7 @@ class _Replay:
         at = slot[: p.m * p.k].reshape(p.m, p.k).astype(np.float64)
         bt = slot[p.m * p.k : p.m * p.k + p.k * p.n].reshape(p.k, p.n).astype(np.float64)
         c = self.bytes_of(a.writes[0]).view(self.dtype).reshape(p.m, p.n)
+        self.check_operands(op_id, at, bt)
         acc = at @ bt
         if len(a.reads) > 1:
             acc += c
@@ -267,6 +289,19 @@ class _Replay:
         if acc.size and (int(acc.max()) > info.max or int(acc.min()) < info.min):
             raise DataCheckError(f"{self.who(op_id)}: partial sums overflow the element type")
         c[:] = acc
+
+
+def _operand_tiles(
+    prog: GemmProgram, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The padded tiles of A (``[mi, ki]``, m x k) and B (``[ni, ki]``, k x n)."""
+    p, s = prog.plan, prog.plan.shape
+    ap = np.zeros((p.Mt * p.m, p.Kt * p.k))
+    bp = np.zeros((p.Kt * p.k, p.Nt * p.n))
+    ap[: s.M, : s.K], bp[: s.K, : s.N] = a, b
+    at = ap.reshape(p.Mt, p.m, p.Kt, p.k).transpose(0, 2, 1, 3)
+    bt = bp.reshape(p.Kt, p.k, p.Nt, p.n).transpose(2, 0, 1, 3)
+    return at, bt
 
 
 def _tiles_in(prog: GemmProgram, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> bytes:
@@ -298,6 +333,7 @@ def check_gemm_data(run: GemmRun, seed: int = 0) -> None:
     image = np.frombuffer(_tiles_in(prog, a, b), np.uint8)
     rep.check_hazards(len(image))
     rep.data[HBM][: len(image)] = image
+    rep.want_a, rep.want_b = _operand_tiles(prog, a, b)
     for op_id in range(len(ops)):
         rep.execute(op_id)
     _compare_c(rep, (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64))
@@ -330,5 +366,52 @@ def _compare_c(rep: _Replay, want: npt.NDArray[np.int64]) -> None:
         f"GEMM {s} {prog.variant}: C read back from HBM != A @ B in "
         f"{int(wrong.sum())} of {wrong.size} elements; first wrong: C[{r}, {c}] = "
         f"{int(got[r, c])}, expected {int(want[r, c])}, in output tile ({mi}, {ni}) at "
-        f"{rep.where(rng)}, {detail}"
+        f"{rep.where(rng)}, {detail}; {_which_operand(rep, wrong)}; {_channel_balance(rep)}"
+    )
+
+
+def _tile_list(tiles: dict[tuple[int, int], int], rep: _Replay, total: int, name: str) -> str:
+    shown = ", ".join(f"{t} (first read by {rep.who(op)})" for t, op in sorted(tiles.items())[:3])
+    more = f" and {len(tiles) - 3} more" if len(tiles) > 3 else ""
+    return f"{name} tiles wrong at the PE: {len(tiles)} of {total}: {shown}{more}"
+
+
+def _which_operand(rep: _Replay, wrong: npt.NDArray[np.bool_]) -> str:
+    """Which operand's tiles were wrong: A or B as the PE multiplied them, else the C
+    accumulators (the output tiles whose sums or write-back went wrong)."""
+    p = rep.prog.plan
+    parts = []
+    if rep.bad_a:
+        parts.append(_tile_list(rep.bad_a, rep, p.Mt * p.Kt, "A (mi, ki)"))
+    if rep.bad_b:
+        parts.append(_tile_list(rep.bad_b, rep, p.Kt * p.Nt, "B (ki, ni)"))
+    if parts:
+        return "; ".join(parts)
+    s = p.shape
+    pad = np.zeros((p.Mt * p.m, p.Nt * p.n), bool)
+    pad[: s.M, : s.N] = wrong
+    tiles = pad.reshape(p.Mt, p.m, p.Nt, p.n).any(axis=(1, 3))
+    bad = [(int(x), int(y)) for x, y in np.argwhere(tiles)]
+    more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+    return (
+        "every A and B tile reached the PE right: the C accumulators are wrong (their sums or "
+        f"write-back), {len(bad)} of {p.Mt * p.Nt} output tiles (mi, ni): "
+        f"{', '.join(map(str, bad[:3]))}{more}"
+    )
+
+
+def _channel_balance(rep: _Replay) -> str:
+    """How busy the busiest HBM pseudo-channel was against the mean (every DMA's bursts)."""
+    pcs = rep.prog.topo.hbm.num_pcs
+    bursts = np.zeros(pcs, np.int64)
+    for op in rep.ops:
+        for ch, n in op.chans:
+            bursts[ch] += n
+    ps = rep.prog.topo.hbm.burst_ps
+    mean = float(bursts.mean()) * ps
+    top = int(np.argmax(bursts))
+    ratio = f"{bursts[top] * ps / mean:.2f}x the mean" if mean else "no HBM traffic"
+    return (
+        f"busiest HBM pseudo-channel {top}: {int(bursts[top]) * ps / 1000:g} ns busy, "
+        f"{ratio} ({mean / 1000:g} ns over {pcs} channels)"
     )

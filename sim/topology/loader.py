@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from sim.errors import TopologyError, short_repr
 from sim.inputfile import read_text
 from sim.limits import MAX_TOPOLOGY_FILE_BYTES
 from sim.topology.checks import MAX_INT_DIGITS, Oversized
+from sim.topology.overrides import OVERRIDES_ENV, apply_overrides, describe, parse_overrides
 from sim.topology.schema import Topology, build
 
 __all__ = [
@@ -164,8 +166,11 @@ def _check_nesting(path: Path, text: str) -> None:
             )
 
 
-def load_topology(name_or_path: str | Path = "npu-1h") -> Topology:
-    """Load and validate a topology by shipped name (``"npu-1h"``) or by YAML file path.
+def load_topology(
+    name_or_path: str | Path = "npu-1h", overrides: Mapping[str, Any] | None = None
+) -> Topology:
+    """Load and validate a topology by shipped name (``"npu-1h"``) or by YAML file path,
+    with ``overrides`` (dotted key to value, :mod:`sim.topology.overrides`) replaced first.
 
     Any problem is a :class:`TopologyError` naming the file, the key, the value (shortened)
     and the fix: unreadable or non-UTF-8 files, YAML errors, unknown or missing keys, values
@@ -189,6 +194,9 @@ def load_topology(name_or_path: str | Path = "npu-1h") -> Topology:
     except Exception as exc:  # PyYAML raises YAMLError, and ValueError/KeyError from tags
         detail = short_repr(str(exc), 300)[1:-1]
         raise TopologyError(f"{path}: not valid YAML ({detail}). Fix the syntax.") from None
+    if overrides:
+        data = apply_overrides(data, overrides, str(path))
+        return build(data, f"{path} with {describe(overrides)}")
     return build(data, str(path))
 
 
@@ -196,16 +204,19 @@ TOPOLOGY_ENV = "NPUBENCH_TOPOLOGY"
 
 
 def topology_from_env(default: str = "npu-1h", variable: str = TOPOLOGY_ENV) -> Topology:
-    """The topology ``$NPUBENCH_TOPOLOGY`` names (a shipped name or a path), else ``default``.
+    """The topology ``$NPUBENCH_TOPOLOGY`` names (a shipped name or a path), else ``default``,
+    with the keys of ``$NPUBENCH_TOPOLOGY_SET`` (a JSON object, a sweep's variant) replaced.
 
     A bad value is one :class:`TopologyError` that names the variable, its value, what is
     wrong with the file and how to fix it (what the benches load at import).
     """
     value = os.environ.get(variable)
+    text = os.environ.get(OVERRIDES_ENV)
+    overrides = None if text is None else parse_overrides(text)
     if value is None:
-        return load_topology(default)
+        return load_topology(default, overrides)
     try:
-        return load_topology(value)
+        return load_topology(value, overrides)
     except TopologyError as exc:
         raise TopologyError(
             f"{variable}={value}: {exc} Set {variable} to a shipped name or a path to a "

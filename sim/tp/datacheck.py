@@ -53,8 +53,18 @@ def _op_times(run: LayerRun) -> tuple[dict[int, int], dict[int, int], str]:
     return start, end, ""
 
 
+#: float32 / float64 hold every integer below 2**24 / 2**53 exactly
+_EXACT_FLOAT32, _EXACT_FLOAT = 1 << 24, 1 << 53
+
+
 def _mm(a: I64, b: I64) -> I64:
-    """Exact integer matrix product (einsum: numpy's integer matmul has no BLAS and is slow)."""
+    """Exact integer matrix product, through BLAS in float32 or float64 when every partial sum
+    is an integer that type holds exactly (numpy's integer matmul has no BLAS and is slow)."""
+    bound = int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) * a.shape[1]
+    for limit, ftype in ((_EXACT_FLOAT32, np.float32), (_EXACT_FLOAT, np.float64)):
+        if bound < limit:
+            product: I64 = (a.astype(ftype) @ b.astype(ftype)).astype(np.int64)
+            return product
     out: I64 = np.einsum("ij,jk->ik", a, b)
     return out
 

@@ -161,7 +161,7 @@ def test_useful_efficiency_is_drawn_once_per_shape() -> None:
 
 
 def test_model_ratio_is_simulated_over_modelled_latency_per_config() -> None:
-    """theoretical_vs_measured.png plots each config's model_ratio (simulated / modelled
+    """model_vs_simulated.png plots each config's model_ratio (simulated / modelled
     latency), flagged measured or reused."""
     import benches._gemm_figures as gemm_figures
 

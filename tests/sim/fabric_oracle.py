@@ -47,9 +47,11 @@ The rules, as this oracle applies them:
    ``h`` ended.
 7. **Accumulators.** Reductions into one accumulator end in the order they start, each at
    least one grain after the one before.
-8. **Ties** (the engine's order, which this oracle states instead of inheriting): what is due
-   at the same time is taken servers' releases first, then by op id, and for one op a staging
-   buffer coming back first, then its hops in order.
+8. **Ties** (the engine's order, which this oracle states instead of inheriting; ADR 0026):
+   what is due at the same time is taken servers' releases first; then hops past the first
+   (a transfer already on its way), more hops travelled first, then by op id; then by op id,
+   for one op a staging buffer coming back before its first hop. So a link serves
+   simultaneous requests by hops travelled, then in program order.
 9. **The start** (the engine's, stated here too): when no link's latency is 0, no buffer can
    come back at time 0, so the transfers ready from the start take their pairs' buffers in
    id order before anything runs. This differs from rule 8 in one corner only: an op that
@@ -135,10 +137,11 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
     server_queue: dict[tuple[Any, ...], list[tuple[int, int]]] = {}
     prev_hop_end = [0] * n
     records: list[tuple[int, int, int, int]] = []  # (op, hop, start, end)
-    due: list[tuple[int, int, int, int, tuple[Any, ...]]] = []
+    due: list[tuple[int, int, int, int, int, tuple[Any, ...]]] = []
 
     def put(t: int, kind: int, a: int, b: int, server: tuple[Any, ...] = ()) -> None:
-        bisect.insort(due, (t, kind, a, b, server))
+        travelled = b if kind == STEP and b > 0 else 0  # rule 8: more hops travelled first
+        bisect.insort(due, (t, kind, -travelled, a, b, server))
 
     def server_of(i: int, hop: int) -> tuple[Any, ...] | None:  # rule 5
         k = program.kind[i]
@@ -208,7 +211,7 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
         if not missing[i] and (min(lat, default=0) == 0 or i not in consumed or got_buffer(i)):
             put(0, STEP, i, 0)
     while due:
-        t, kind, i, hop, server = due.pop(0)
+        t, kind, _travelled, i, hop, server = due.pop(0)
         if kind == RELEASE:
             queue = server_queue.get(server, [])
             if queue:

@@ -88,7 +88,7 @@ def test_a_staging_bound_and_a_two_buffer_machine_stay_exact() -> None:
     [
         ("ring", 4, 4 * 2 * 1000 + 2, "ring"),  # segments one element apart: not symmetric
         ("ring", 2, 4096, "ring"),  # both rings share the one link pair
-        ("ring", 8, 8 << 20, "direct"),
+        ("ring", 8, 8 << 20, "halving_doubling"),  # direct on rings is symmetric (ADR 0026)
         ("fully_connected", 8, 8 << 20, "ring"),
         ("ring", 4, 2, "ring"),  # fewer elements than segments
     ],

@@ -1,0 +1,55 @@
+"""Planted races (issue 26, class 1): dependencies that a comm-bound replay never exposes.
+
+Each bug keeps every gated number of main's gate (the symmetric chips or the GEMM-first
+timing hide it) and breaks the data only under another timing; the dependency check
+(``sim.tp.depcheck``) fails it in every run, naming both ops.
+"""
+
+from __future__ import annotations
+
+from bugs_registry import Bug
+
+
+def _gemm_ar_gated_on_neighbour() -> None:
+    """gemm_ar: each chip's allreduce ops of a chunk wait for its ring *neighbour's* GEMM of
+    that chunk instead of its own (the chip index and the ring position mixed up)."""
+    import sim.tp.build as b
+
+    original = b._Builder.rows_ready
+
+    def allreduce_rows(self: b._Builder, r0: int, r1: int) -> None:
+        def neighbours(chip: int, stage: str, lo: int, hi: int) -> list[int]:
+            return original(self, (chip + 1) % self.p, stage, lo, hi)
+
+        self.rows_ready = neighbours  # type: ignore[method-assign]
+        try:
+            unpatched(self, r0, r1)
+        finally:
+            del self.rows_ready
+
+    unpatched = b._Builder.allreduce_rows
+    b._Builder.allreduce_rows = allreduce_rows  # type: ignore[method-assign]
+
+
+def _ag_rs_second_half_waits_first() -> None:
+    """ag_rs: a reduce-scatter step's reduction into half 1 waits for the step's GEMM block
+    of half 0 (``ids[0:1]`` for both halves), so it can land before half 1's partial is
+    computed and the GEMM then overwrites the sum."""
+    import sim.tp.build as b
+
+    land = b._Builder.land
+
+    Ops = dict[tuple[int, int], list[int]]
+
+    def patched_land(self: b._Builder, buf: str, sent: Ops, reduce: bool, gemm_of: Ops) -> Ops:
+        if reduce and self.gemm:
+            gemm_of = {(c, h): gemm_of.get((c, 0), []) if h else v for (c, h), v in gemm_of.items()}
+        return land(self, buf, sent, reduce, gemm_of)
+
+    b._Builder.land = patched_land  # type: ignore[method-assign]
+
+
+BUGS: dict[str, Bug] = {
+    "tp-gemm-ar-gated-on-neighbour": _gemm_ar_gated_on_neighbour,
+    "tp-ag-rs-second-half-waits-first": _ag_rs_second_half_waits_first,
+}

@@ -1,0 +1,44 @@
+"""Issue 26, class 1: races that main's gate passed now fail it, the ops named.
+
+Both bugs were run on main's gate (``run_gate(bug, "tp_layer")``, all 48 gated configs): it
+passed them (48 passed), since the hidden-128 replay is comm-bound (the GEMM always ends
+first) and the chips are symmetric. Here each fails the gate through the dependency check
+(``sim.tp.depcheck``, every run) and, where the timing lets it show, the compute-bound
+replay of ``RACE_SWEEP`` (hidden 256, 512 tokens, TP 4).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness import run_gate
+
+GEMM_AR = ("-k", "mlp-h128-t128-p4-ring-gemm_ar or mlp-h256-t512-p4-ring-gemm_ar")
+AG_RS = ("-k", "mlp-h128-t128-p4-ring-ag_rs or mlp-h256-t512-p4-ring-ag_rs")
+
+
+def test_the_selections_pass_with_nothing_planted(tmp_path: Path) -> None:
+    clean = run_gate(None, "tp_layer", "-k", f"{GEMM_AR[1]} or {AG_RS[1]}", tmp_path=tmp_path)
+    assert clean.returncode == 0, clean.stdout[-3000:]
+
+
+def test_a_gemm_ar_chunk_gated_on_the_neighbours_gemm_fails_naming_both_ops(
+    tmp_path: Path,
+) -> None:
+    result = run_gate("tp-gemm-ar-gated-on-neighbour", "tp_layer", *GEMM_AR, tmp_path=tmp_path)
+    assert result.returncode == 1, result.stdout[-3000:]
+    out = result.stdout
+    # every run fails: the hidden-128 config too, where the data comes out right
+    assert out.count("does not depend on gemm2 op") >= 2, out[-3000:]
+    assert "race: send op" in out and "on chip 0" in out
+
+
+def test_an_ag_rs_half_waiting_on_the_other_halfs_gemm_fails_naming_both_ops(
+    tmp_path: Path,
+) -> None:
+    result = run_gate("tp-ag-rs-second-half-waits-first", "tp_layer", *AG_RS, tmp_path=tmp_path)
+    assert result.returncode == 1, result.stdout[-3000:]
+    out = result.stdout
+    assert "race: reduce op" in out and "does not depend on gemm2 op" in out, out[-3000:]
+    # the compute-bound replay shows the wrong data as well
+    assert "#wrong = " in out, out[-3000:]

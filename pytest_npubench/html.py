@@ -125,7 +125,9 @@ def render_index(
         "<h1>npubench report</h1>",
         *([INTERRUPTED] if interrupted else []),
         _nav(benches, failing, problems),
-        _status(benches, failing, problems, regen and not not_accepted, interrupted),
+        _status(
+            benches, failing, problems, regen and not not_accepted, interrupted, fail_improvements
+        ),
     ]
     for name, lines in (notes or {}).items():
         parts.append(f'<div class="card"><h3>{escape(name)}: hardware what-if</h3>')
@@ -161,6 +163,7 @@ def _status(
     problems: Sequence[str],
     regen: bool,
     interrupted: bool = False,
+    fail_improvements: bool = True,
 ) -> str:
     measured = sum(r.source == "run" for _, results, _ in benches for r in results.values())
     reused = sum(r.source != "run" for _, results, _ in benches for r in results.values())
@@ -178,7 +181,10 @@ def _status(
         cls = "good"
     if reused:
         text += f"; {reused} regen-only configs were not run (their baseline values are shown)"
-    lines = "".join(f"<li>{escape(bench_line(b, results))}</li>" for b, results, _ in benches)
+    lines = "".join(
+        f"<li>{escape(bench_line(b, results, regen, fail_improvements))}</li>"
+        for b, results, _ in benches
+    )
     return f'<p class="status {cls}">{escape(text)}</p><ul class="banner">{lines}</ul>'
 
 

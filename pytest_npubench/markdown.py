@@ -70,6 +70,7 @@ def summary_markdown(
     notes: Mapping[str, Sequence[str]] | None = None,
     not_accepted: Collection[str] = (),
     interrupted: bool = False,
+    fail_improvements: bool = True,
 ) -> str:
     """summary.md: counts per bench, then regressions, improvements and new configs.
 
@@ -80,7 +81,8 @@ def summary_markdown(
     if interrupted:
         lines += [INTERRUPTED_NOTE, ""]
     lines += [
-        f"- **{md_text(b.name)}: {bench_counts(results, regen)}**" for b, results, _ in benches
+        f"- **{md_text(b.name)}: {bench_counts(results, regen, fail_improvements)}**"
+        for b, results, _ in benches
     ]
     lines.append("")
     for name, note_lines in (notes or {}).items():

@@ -50,7 +50,25 @@ def _collective_last_reduction_step_uncounted() -> None:
     sim.collective_metrics = patched  # type: ignore[attr-defined]
 
 
-BUGS: dict[str, Bug] = {
+def _invariants_off(bug: Bug) -> Bug:
+    """The same bug with ``benches._invariants`` switched off (its derived-metric check
+    recomputes these counters from the log's records and names the bug first): the metric
+    comparison alone must still call the counter ``changed``."""
+    from bugs_derived import _before_26
+
+    def planted() -> None:
+        bug()
+        _before_26()
+
+    return planted
+
+
+_BUGS: dict[str, Bug] = {
     "counters-gemm-last-writeback-uncounted": _gemm_last_writeback_uncounted,
     "counters-collective-last-reduction-step-uncounted": _collective_last_reduction_step_uncounted,
+}
+
+BUGS: dict[str, Bug] = {
+    **_BUGS,
+    **{f"{name}+invariants-off": _invariants_off(bug) for name, bug in _BUGS.items()},
 }

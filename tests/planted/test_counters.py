@@ -1,6 +1,7 @@
 """Exact counters never "improve" (issue 26, class 5): a bug that lowers a count (bytes written,
 transfers) fails the gate as ``changed``, also with --npubench-allow-improvements, and the
-accept command comes only after the explanation."""
+accept command comes only after the explanation. With every check on, the derived-metric
+check (benches._invariants) names the counter first; with it off the comparison still does."""
 
 from __future__ import annotations
 
@@ -32,6 +33,13 @@ def test_a_counter_that_went_down_is_changed_not_improved(
     select = ("-k", config)
     clean = run_gate(None, bench, *select, tmp_path=tmp_path / "clean")
     assert clean.returncode == 0, clean.stdout[-3000:]
+    # the whole gate: the derived-metric check (benches._invariants) names the counter first
+    gate = run_gate(bug, bench, *select, tmp_path=tmp_path / "gate")
+    assert gate.returncode == 1, gate.stdout[-3000:]
+    assert f"derived metric {counter} = " in gate.stdout, gate.stdout[-3000:]
+    assert "improved" not in gate.stdout and "got better" not in gate.stdout
+    # the metric comparison alone (invariants off) calls the lower count changed, not improved
+    bug = f"{bug}+invariants-off"
     planted = run_gate(bug, bench, *select, "-v", tmp_path=tmp_path / "bug")
     out = planted.stdout
     assert planted.returncode == 1, out[-3000:]

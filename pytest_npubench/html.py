@@ -22,6 +22,7 @@ from pytest_npubench.numbers import column_header
 from pytest_npubench.report import (
     bench_line,
     explanation,
+    failing_verdicts,
     gate_failures,
     metric_cell,
     metric_rows,
@@ -89,6 +90,9 @@ document.querySelectorAll("table.configs").forEach(function (t) {
 
 FAILING = ("regression", "failed-check", "error")
 
+#: a bench table of more rows than this is collapsed (a <details>) so the page stays readable
+COLLAPSE_ROWS = 200
+
 INTERRUPTED = (
     '<p class="status bad"><strong>INTERRUPTED</strong>: this run was stopped before it ended '
     "(Ctrl-C). The results below are partial: the configs that did not run are not judged, "
@@ -136,8 +140,9 @@ def render_index(
         parts += _failure_overview(failing)
         parts += [_failure_card(bench, r, trace_link, drawn) for bench, r in failing]
     parts += _changes(benches, regen, not_accepted)
+    fails = failing_verdicts(regen, fail_improvements)
     for bench, results, figures in benches:
-        parts += _bench_section(bench, results, figures, trace_link, drawn)
+        parts += _bench_section(bench, results, figures, trace_link, drawn, fails)
     if problems:
         parts.append('<h2 id="errors">Errors</h2><ul>')
         parts += [f"<li>{escape(p)}</li>" for p in problems]
@@ -276,7 +281,11 @@ def _bench_section(
     figures: Sequence[Path],
     trace_link: TraceLink,
     drawn: Collection[str],
+    fails: Collection[str] = (),
 ) -> list[str]:
+    """The bench's figures and its table: the configs that failed this run (``fails``: their
+    verdicts) first, then the rest, each worst first; more than :data:`COLLAPSE_ROWS` rows
+    go in a closed <details> that counts them."""
     parts = [f'<h2 id="{escape(bench.name)}">{escape(bench.name)}</h2>']
     for fig in figures:
         src = escape(fig.as_posix())
@@ -290,7 +299,9 @@ def _bench_section(
     units = {c: bench.metrics[c].unit for c in columns}
     header = ["verdict", "config", *(column_header(c, units[c]) for c in columns), "trace"]
     rows = [f"<tr>{''.join(f'<th>{escape(h)}</th>' for h in header)}</tr>"]
-    for n, r in enumerate(ordered(results)):
+    worst_first = ordered(results)
+    failed = [r for r in worst_first if r.verdict in fails]
+    for n, r in enumerate(failed + [r for r in worst_first if r.verdict not in fails]):
         cells = [
             f'<td class="id" data-v="{n:06d}">{escape(r.verdict)}</td>',
             f'<td class="id"><code>{escape(r.config_id)}</code></td>',
@@ -306,7 +317,12 @@ def _bench_section(
         cell += f' <a href="{escape(picture)}">timeline</a>' if picture else ""
         cells.append(f"<td>{cell}</td>")
         rows.append(f'<tr class="row {escape(r.verdict)}">{"".join(cells)}</tr>')
-    parts.append('<table class="configs">' + "\n".join(rows) + "</table>")
+    table = '<table class="configs">' + "\n".join(rows) + "</table>"
+    if len(results) > COLLAPSE_ROWS:
+        listed = f"{len(failed)} failed, listed first" if failed else "none failed"
+        summary = f"{len(results)} configs ({listed}): show the table"
+        table = f"<details><summary>{escape(summary)}</summary>\n{table}</details>"
+    parts.append(table)
     return parts
 
 

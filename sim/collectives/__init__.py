@@ -36,7 +36,8 @@ Modules, each with one job:
 Imports run one way: a module imports only modules listed before it in ``schedule``,
 ``trees``, ``channels``, ``nvls``, ``hierarchical``, ``algorithms``, ``gather``,
 ``alltoall``, ``rooted``, ``sendrecv``, ``catalog``, ``compile``, ``lockstep``,
-``nvls_program``, ``verify``, ``budget``, ``protocols``, ``run``, ``fast``, ``calls``,
+``nvls_program``, ``verify``, ``budget``, ``protocols``, ``run``, ``fast``,
+``fast_product``, ``calls``,
 ``metrics`` (a run), ``steps``, ``pipeline``, ``one_port``, ``nvls_model``,
 ``per_dimension``, ``bounds``, ``bounds_more``, ``critical_path``, ``model``, ``model_more``
 (the model: nothing a run needs imports it). Outside the package:
@@ -46,6 +47,7 @@ Imports run one way: a module imports only modules listed before it in ``schedul
 
 from __future__ import annotations
 
+from sim.collectives import fast_product  # noqa: F401  (registers its run.FAST_PATHS entry)
 from sim.collectives.bounds import Bounds, bounds_ps, lower_bounds_ps, textbook_ps
 from sim.collectives.bounds_more import collective_bounds
 from sim.collectives.calls import alltoall, broadcast, reduce, sendrecv

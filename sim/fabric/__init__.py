@@ -19,7 +19,8 @@ Modules, each with one job:
 
 Imports run one way: a module imports only modules listed before it in ``dimensions``, ``network``,
 ``program``, ``switch_ops``, ``holds``, ``log``, ``one_shot``, ``scan``, ``events``,
-``uncontended``, ``rotation``, ``simulate``. Outside the package, ``sim.fabric`` imports only
+``uncontended``, ``rotation``, ``simulate``, ``symmetry``, ``quotient``. Outside the
+package, ``sim.fabric`` imports only
 ``sim.topology``, ``sim.oplog``, ``sim.units``, ``sim.limits`` and ``sim.errors``; other code
 imports this package, not its modules.
 """
@@ -38,6 +39,13 @@ from sim.fabric.log import (
 )
 from sim.fabric.network import Network, build_network, ring_route, torus_cycle
 from sim.fabric.program import COPY, REDUCTION, TRANSFER, FabricProgram, hbm_default
+from sim.fabric.quotient import (
+    ChipGroup,
+    Quotient,
+    digit_translations,
+    digit_xors,
+    time_by_quotient,
+)
 from sim.fabric.scan import one_after_another
 from sim.fabric.simulate import simulate_fabric
 from sim.fabric.switch_ops import SWITCH_REDUCE, SWITCH_REDUCE_STAGE
@@ -56,16 +64,21 @@ __all__ = [
     "SWITCH_REDUCE",
     "SWITCH_REDUCE_STAGE",
     "TRANSFER",
+    "ChipGroup",
     "FabricProgram",
     "Network",
+    "Quotient",
     "SymmetricLog",
     "arrival_ps",
     "build_network",
+    "digit_translations",
+    "digit_xors",
     "hbm_default",
     "one_after_another",
     "ring_links",
     "ring_network",
     "ring_route",
     "simulate_fabric",
+    "time_by_quotient",
     "torus_cycle",
 ]

@@ -116,3 +116,29 @@ def test_the_readmes_gitignore_lines_ignore_every_folder_the_sharded_flow_writes
         check=True,
     ).stdout.splitlines()
     assert status == ["?? .gitignore"], status
+
+
+def test_the_heavy_tests_are_left_out_by_default_and_run_by_the_ci_script() -> None:
+    """The ini deselects ``heavy``; .ci/run runs them as their own step after the README's test
+    command; the README says so; and every HEAVY pattern names a test function that exists."""
+    import tomllib
+
+    sys_path_conftest = ROOT / "tests" / "conftest.py"
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert ini["addopts"] == ["-m", "not heavy"]
+    script = (ROOT / ".ci" / "run").read_text()
+    _, tests = _readme_commands()
+    heavy = ".venv/bin/python -m pytest -n auto -m heavy"
+    assert script.index(tests) < script.index(heavy)
+    assert "python -m pytest -n auto -m heavy" in (ROOT / "README.md").read_text()
+    namespace: dict[str, Any] = {}
+    text = sys_path_conftest.read_text()
+    exec(
+        text[text.index("HEAVY = (") : text.index(")\n", text.index("HEAVY = ("))] + ")", namespace
+    )
+    for pattern in namespace["HEAVY"]:
+        path, _, test = pattern.partition("::")
+        files = list(ROOT.glob(path)) if test else [ROOT / pattern.split("*")[0]]
+        assert files and all(f.exists() for f in files), pattern
+        name = re.split(r"[\[*]", test)[0]
+        assert not name or any(f"def {name}" in f.read_text() for f in files), pattern

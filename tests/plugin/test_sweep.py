@@ -173,6 +173,14 @@ def test_what_a_sweep_cannot_do_is_refused(tmp_path: Path, extra: list[str], say
     assert says in done.stderr
 
 
+def sweep_merge(*folders: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_npubench", "sweep-merge", *map(str, folders),
+         "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+
+
 def test_a_sweep_split_over_two_shards_merges_into_the_one_run_report(tmp_path: Path) -> None:
     """--npubench-shard K/N runs every N-th variant; sweep-merge of the shards' folders lists
     every variant once, as one run would."""
@@ -189,44 +197,12 @@ def test_a_sweep_split_over_two_shards_merges_into_the_one_run_report(tmp_path: 
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     one = json.loads((tmp_path / "shard-1" / "results.json").read_text())
     assert [v["id"] for v in one["sweep"]] == ["v01", "v03"]
-    merged = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest_npubench",
-            "sweep-merge",
-            str(tmp_path / "shard-1"),
-            str(tmp_path / "shard-2"),
-            "--out",
-            str(tmp_path / "merged"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    merged = sweep_merge(tmp_path / "shard-1", tmp_path / "shard-2", out=tmp_path / "merged")
     assert merged.returncode == 0, merged.stderr
     data = json.loads((tmp_path / "merged" / "results.json").read_text())
     assert [v["id"] for v in data["sweep"]] == ["v01", "v02", "v03"]
     assert len(data["benches"]["gemm"]["variants"]) == 3
     assert (tmp_path / "merged" / "gemm" / "sweep.png").is_file()
-    again = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest_npubench",
-            "sweep-merge",
-            str(tmp_path / "shard-1"),
-            str(tmp_path / "shard-1"),
-            "--out",
-            str(tmp_path / "twice"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    again = sweep_merge(tmp_path / "shard-1", tmp_path / "shard-1", out=tmp_path / "twice")
     assert again.returncode == 2 and "in two shards" in again.stderr
     assert not (tmp_path / "twice").exists()

@@ -231,7 +231,9 @@ def ccl_derived(
         )
     log = sim_run.log
     symmetric = getattr(sim_run, "symmetric", None)
-    turns = p if symmetric is not None else 1  # a symmetric log: one chip's records, p turns
+    # a symmetric log: its representatives' records and ``turns`` rotations (p for one chip
+    # on a ring, p / 2 for direct's two on an even ring: ADR 0026)
+    turns = int(getattr(log, "turns", p)) if symmetric is not None else 1
     st = (
         log.stored
         if symmetric is not None

@@ -61,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
         f"one differs (default: {DEFAULT_RECHECK}; 0: none; all: every config)",
     )
     commands.add_parser(
+        "sweep-merge",
+        add_help=False,
+        help="one report from the folders of a sweep run as --npubench-shard K/N",
+    )
+    commands.add_parser(
         "history",
         add_help=False,
         help="the baselines' history from git: which commits moved which metric "
@@ -105,8 +110,27 @@ def merge(argv: Sequence[str]) -> int:
     return int(pytest.main(command, plugins=[MergeReplay(shards, args.recheck)]))
 
 
+def _sweep_merge(argv: Sequence[str]) -> int:
+    """``python -m pytest_npubench sweep-merge DIR... --out DIR``: a sharded sweep's report."""
+    from pytest_npubench.sweep import merge_folders
+
+    parser = argparse.ArgumentParser(prog="python -m pytest_npubench sweep-merge")
+    parser.add_argument("folders", nargs="+", type=Path, metavar="DIR")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR")
+    args = parser.parse_args(argv)
+    try:
+        written = merge_folders(args.folders, args.out)
+    except (ValueError, OSError) as exc:
+        print(f"npubench sweep-merge: {exc}; nothing written", file=sys.stderr)
+        return 2
+    print("npubench sweep-merge: wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
 def main() -> None:
     argv = sys.argv[1:]
+    if argv[:1] == ["sweep-merge"]:
+        sys.exit(_sweep_merge(argv[1:]))
     if argv[:1] == ["history"]:
         from pytest_npubench.history_cli import run
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from pytest_npubench.bench import Bench, is_real_number, json_params
 
@@ -23,6 +23,10 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
+try:
+    import msvcrt
+except ImportError:  # not Windows
+    msvcrt = None  # type: ignore[assignment]
 from pytest_npubench.compare import ConfigResult, relative_change
 from pytest_npubench.inputs import InputError, loads, read_text, short
 
@@ -169,40 +173,97 @@ LOCK_TIMEOUT_S = 120.0
 def locked(
     path: Path, timeout_s: float = LOCK_TIMEOUT_S, *, inside: Sequence[Path] | None = None
 ) -> Iterator[None]:
-    """Hold ``.<name>.lock`` beside ``path`` (an advisory ``flock``) so that writers of one
-    baseline file take turns: each reads, merges and writes under the lock, so two regens at
-    once never lose each other's entries. Temp files a killed writer left are removed.
+    """Hold ``.<name>.lock`` beside ``path`` (an advisory ``flock``; ``msvcrt.locking`` on
+    Windows) so that writers of one baseline file take turns: each reads, merges and writes
+    under the lock, so two regens at once never lose each other's entries. Temp files a killed
+    writer left are removed, and so is the lock file when the lock is released, so a regen
+    leaves nothing beside the baseline. The lock sits beside the file, not in a cache folder,
+    so every run that writes the file finds it, whatever its rootdir or cache settings.
     ``inside``: as for :func:`write_atomic` (checked before any folder is made)."""
     target = _target(path, inside)
     target.parent.mkdir(parents=True, exist_ok=True)
     lock_path = target.with_name(f".{target.name}.lock")
-    with open(lock_path, "a+b") as handle:
-        _acquire(handle.fileno(), lock_path, timeout_s)
-        try:
-            for stale in target.parent.glob(f".{target.name}.*.tmp"):
-                with contextlib.suppress(OSError):
-                    stale.unlink()
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    handle = _acquire(lock_path, timeout_s)
+    try:
+        for stale in target.parent.glob(f".{target.name}.*.tmp"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+        yield
+    finally:
+        _release(handle, lock_path)
 
 
-def _acquire(fd: int, lock_path: Path, timeout_s: float) -> None:
-    if fcntl is None:  # no flock on this platform: writes stay atomic, not serialised
-        return
+def _acquire(lock_path: Path, timeout_s: float) -> IO[bytes]:
+    """Open and lock the lock file; retry until the file locked is the one at ``lock_path``.
+
+    A holder removes the file before it unlocks (POSIX), so a waiter that got the lock on a
+    file already removed holds nothing: it sees that the path names another file (or none)
+    and tries again. Only the lock on the file at the path counts, and one process at a time
+    holds that."""
     deadline = time.monotonic() + timeout_s
     while True:
+        handle = open(lock_path, "a+b")  # noqa: SIM115 - held until _release
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
+            if _try_lock(handle) and _is_at(handle, lock_path):
+                return handle
+        except BaseException:
+            handle.close()
+            raise
+        handle.close()
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"another pytest-npubench run has held {lock_path} for {timeout_s:.0f} s; "
+                "wait for it to finish, or remove the lock file if no run is active"
+            )
+        time.sleep(0.05)
+
+
+def _try_lock(handle: IO[bytes]) -> bool:
+    if fcntl is not None:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"another pytest-npubench run has held {lock_path} for {timeout_s:.0f} s; "
-                    "wait for it to finish, or remove the lock file if no run is active"
-                ) from None
-            time.sleep(0.05)
+            return False
+        return True
+    if msvcrt is not None:  # pragma: no cover - Windows
+        handle.seek(0)
+        try:
+            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    return True  # pragma: no cover - no locking here: writes stay atomic, not serialised
+
+
+def _is_at(handle: IO[bytes], lock_path: Path) -> bool:
+    """The open file is still the one ``lock_path`` names (no holder removed it meanwhile)."""
+    try:
+        at_path = os.stat(lock_path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(handle.fileno())
+    return (held.st_dev, held.st_ino) == (at_path.st_dev, at_path.st_ino)
+
+
+def _release(handle: IO[bytes], lock_path: Path) -> None:
+    """Remove the lock file, then unlock. On POSIX the removal happens while the lock is held
+    (waiters then find the path changed and retry); Windows refuses to remove an open file, so
+    there the file goes after it is closed, unless another run has it open (that run's
+    release removes it)."""
+    try:
+        if fcntl is not None:
+            with contextlib.suppress(OSError):
+                lock_path.unlink()
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        elif msvcrt is not None:  # pragma: no cover - Windows
+            handle.seek(0)
+            with contextlib.suppress(OSError):
+                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+    finally:
+        handle.close()
+    if fcntl is None:  # pragma: no cover - Windows
+        with contextlib.suppress(OSError):
+            lock_path.unlink()
 
 
 class OutsideLinkError(OSError):

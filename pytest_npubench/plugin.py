@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_npubench import hookspecs
+from pytest_npubench import hints, hookspecs
 from pytest_npubench.session import STATE_KEY, NpubenchSession
 from pytest_npubench.shard import parse_shard
 from pytest_npubench.shard_select import ShardSelector
@@ -100,7 +100,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME[,NAME...]|all",
         type=parse_bench_names,
         default=None,
-        help="run these benches (one test per config) and deselect every other test",
+        help="run these benches (one test per config) and deselect every other test; the "
+        "benches of this project are listed at the end of this help",
     )
     group.addoption(
         "--regen-baselines",
@@ -148,7 +149,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="also write a Chrome trace-event JSON of each selected config to "
-        "<artifacts>/<bench>/traces/<config>.json (pick configs with -k); open it in Perfetto",
+        "<artifacts>/<bench>/traces/<config>-<hash>.json (the id cut to 80 safe characters, then "
+        "a hash of the full id; pick configs with -k); open it in Perfetto",
     )
     group.addoption(
         "--npubench-trace-limit",
@@ -266,3 +268,25 @@ def _drop_idle_test_plugins(config: pytest.Config) -> None:
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """A plain run given a bench module or folder as a test path says how to run the bench."""
+    config = terminalreporter.config
+    if STATE_KEY in config.stash:
+        return
+    for line in hints.collection_hint(config):
+        terminalreporter.write_line(line)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """``pytest --help`` ends with the benches of this project."""
+    if not getattr(config.option, "help", False):
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    reporter.write_line("")
+    for line in hints.help_lines(config):
+        reporter.write_line(line)

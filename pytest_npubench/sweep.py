@@ -12,6 +12,10 @@ and none is gated or compared for a verdict. Regen-only (heavy) configs are meas
 command selects with ``-k``; otherwise they are the baseline's numbers, measured on other
 hardware, so the sweep draws and lists only measured configs.
 
+A sweep is split over machines by variant: ``--npubench-shard K/N`` runs the variants whose
+1-based index is K modulo N; ``python -m pytest_npubench sweep-merge DIR... --out DIR`` reads
+the shards' folders and writes what one run writes (:func:`merge_folders`).
+
 Nothing is written to ``baselines/``. The sweep's folder (``--npubench-artifacts``, default
 ``npubench-artifacts/sweep``) holds ``variants/<id>/`` (each child's own artifacts),
 ``results.json`` (every variant's measured metrics under its topology fingerprint),
@@ -43,7 +47,12 @@ OVERRIDES_ENV = "NPUBENCH_TOPOLOGY_SET"
 #: Variants one sweep runs at most (each is a pytest run of its own).
 MAX_VARIANTS = 256
 
-_OWN_OPTIONS = ("--npubench-sweep", "--npubench-sweep-file", "--npubench-artifacts")
+_OWN_OPTIONS = (
+    "--npubench-sweep",
+    "--npubench-sweep-file",
+    "--npubench-artifacts",
+    "--npubench-shard",
+)
 
 
 def _text(value: Any) -> str:
@@ -162,14 +171,13 @@ def _check(config: pytest.Config) -> None:
             "are other hardware's)"
         )
     for flag, value in (
-        ("--npubench-shard", option.npubench_shard),
         ("--npubench-replay", option.npubench_replay),
         ("--npubench-sweep-variant", option.npubench_sweep_variant),
     ):
         if value is not None:
             raise pytest.UsageError(
-                f"{flag} cannot be combined with --npubench-sweep; to split a sweep over "
-                "machines, give each machine its own values"
+                f"{flag} cannot be combined with --npubench-sweep (a sweep is split over "
+                "machines with --npubench-shard K/N: each machine runs every N-th variant)"
             )
 
 
@@ -229,6 +237,14 @@ def run_sweep(config: pytest.Config) -> int:
 
     _check(config)
     variants = variants_of(config)
+    shard = config.option.npubench_shard
+    if shard is not None:  # a sweep splits by variant: part K of N runs every N-th one
+        variants = [v for v in variants if (v.index - 1) % shard.count == shard.index - 1]
+        print(
+            f"npubench sweep: shard {shard}: {len(variants)} variant(s); merge the shards' "
+            "folders with: python -m pytest_npubench sweep-merge DIR... --out DIR",
+            flush=True,
+        )
     root: Path = config.option.npubench_artifacts or (
         config.rootpath / "npubench-artifacts" / "sweep"
     )
@@ -262,6 +278,52 @@ def run_sweep(config: pytest.Config) -> int:
         )
         return int(pytest.ExitCode.TESTS_FAILED)
     return int(pytest.ExitCode.OK)
+
+
+def load_folder(folder: Path) -> list[VariantRun]:
+    """The variant runs a sweep folder recorded (its results.json and variants/<id>/)."""
+    text = read_text(folder / "results.json", 256 << 20)
+    data = loads(text, "results.json") if text is not None else None
+    listed = data.get("sweep") if isinstance(data, dict) else None
+    if not isinstance(listed, list):
+        raise ValueError(
+            f"{folder}: not a sweep's folder (its results.json has no 'sweep' list); give the "
+            "--npubench-artifacts folders of the sweep's shards"
+        )
+    runs = []
+    for item in listed:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise ValueError(f"{folder}/results.json: a 'sweep' entry is not a variant")
+        index = int(item["id"].lstrip("v"))
+        run = VariantRun(
+            Variant(index, dict(item.get("set") or {})),
+            folder / "variants" / item["id"],
+            int(item.get("exit", 1)),
+            float(item.get("wall_s", 0.0)),
+            "",
+        )
+        inner = read_text(run.folder / "results.json", 256 << 20)
+        content = loads(inner, "results.json") if inner is not None else None
+        if isinstance(content, dict) and isinstance(content.get("benches"), dict):
+            run.benches = content["benches"]
+        runs.append(run)
+    return runs
+
+
+def merge_folders(folders: Sequence[Path], out: Path) -> list[Path]:
+    """One sweep's report from the folders of its shards (each variant once)."""
+    from pytest_npubench.sweep_report import headline_from_results, write_report
+
+    runs: dict[int, VariantRun] = {}
+    for folder in folders:
+        for run in load_folder(folder):
+            if run.variant.index in runs:
+                raise ValueError(f"{folder}: variant {run.variant.id} is in two shards")
+            runs[run.variant.index] = run
+    ordered = [runs[i] for i in sorted(runs)]
+    heads = headline_from_results(ordered)
+    wall = sum(r.wall_s for r in ordered)
+    return write_report(out, ordered, heads, wall, ["sweep-merge", *map(str, folders)])
 
 
 __all__ = ["OVERRIDES_ENV", "Variant", "VariantRun", "run_sweep"]

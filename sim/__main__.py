@@ -14,6 +14,7 @@ values to a measured nccl-tests table (``sim.calibrate.cli``).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -41,8 +42,21 @@ DEFAULT_SHAPES = [
 ]
 
 
+def plain_text(rst: str) -> str:
+    """A docstring as a terminal shows it: no ``literal`` backticks, no :role:`x` markup, no
+    ``::`` literal-block markers (a line that is only ``::`` goes, a trailing one becomes ``:``)."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", rst)
+    text = text.replace("``", "")
+    lines = [line for line in text.splitlines() if line.strip() != "::"]
+    return "\n".join(re.sub(r"::$", ":", line) for line in lines).strip() + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m sim",
+        description=plain_text(__doc__ or ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     gemm = sub.add_parser("gemm", help="simulate GEMM shapes in every variant")
     gemm.add_argument("shapes", nargs="*", default=DEFAULT_SHAPES, help="MxKxN, e.g. 512x512x512")
@@ -55,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     scale.add_argument("-t", dest="topology", required=True, help="SCALE-Sim topology .csv")
     scale.add_argument("-o", dest="outdir", default=".", help="where COMPUTE_REPORT.csv goes")
     calibrate_cli.add_parser(sub)
+    calibrate = sub.choices["calibrate"]
+    calibrate.description = plain_text(calibrate.description or "")
     args = parser.parse_args(argv)
     if args.command == "calibrate":
         return calibrate_cli.run(parser, args)

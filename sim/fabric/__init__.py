@@ -20,7 +20,8 @@ Modules, each with one job:
 Imports run one way: a module imports only modules listed before it in ``dimensions``, ``network``,
 ``program``, ``switch_ops``, ``holds``, ``log``, ``one_shot``, ``scan``, ``events``,
 ``uncontended``, ``rotation``, ``simulate``, ``symmetry``, ``ring_quotient`` (direct on a
-ring by symmetry, ADR 0026). Outside the package, ``sim.fabric`` imports only
+ring by symmetry, ADR 0026), ``quotient`` (products of dimensions). Outside the package,
+``sim.fabric`` imports only
 ``sim.topology``, ``sim.oplog``, ``sim.units``, ``sim.limits`` and ``sim.errors``; other code
 imports this package, not its modules.
 """
@@ -39,6 +40,13 @@ from sim.fabric.log import (
 )
 from sim.fabric.network import Network, build_network, ring_route, torus_cycle
 from sim.fabric.program import COPY, REDUCTION, TRANSFER, FabricProgram, hbm_default
+from sim.fabric.quotient import (
+    ChipGroup,
+    Quotient,
+    digit_translations,
+    digit_xors,
+    time_by_quotient,
+)
 from sim.fabric.ring_quotient import direct_by_ring_rotation, expand_direct, goes_up
 from sim.fabric.ring_quotient import turn as ring_turn
 from sim.fabric.scan import one_after_another
@@ -59,11 +67,15 @@ __all__ = [
     "SWITCH_REDUCE",
     "SWITCH_REDUCE_STAGE",
     "TRANSFER",
+    "ChipGroup",
     "FabricProgram",
     "Network",
+    "Quotient",
     "SymmetricLog",
     "arrival_ps",
     "build_network",
+    "digit_translations",
+    "digit_xors",
     "direct_by_ring_rotation",
     "expand_direct",
     "goes_up",
@@ -74,5 +86,6 @@ __all__ = [
     "ring_route",
     "ring_turn",
     "simulate_fabric",
+    "time_by_quotient",
     "torus_cycle",
 ]

@@ -58,13 +58,19 @@ def _allreduce_configs() -> list[Any]:
 
 def test_sweep_gates_every_chip_count_and_leaves_the_heavy_sweep_to_regen() -> None:
     """Allreduce, gated: every algorithm valid on each of the 4 topologies (torus2d only on
-    the torus) at 8 chips (3 sizes), 4, 16, 6 and 9 chips (one size each); regen-only: the
-    rest of 4, 6, 8, 9, 12, 16 chips x 10 sizes."""
+    the torus) at 8 chips (3 sizes), 4, 16, 6 and 9 chips (one size each), plus the path
+    configs of benches/_ccl_paths.py; regen-only: the rest of 4, 6, 8, 9, 12, 16 chips x 10
+    sizes."""
+    from benches._ccl_paths import path_gated
+
     configs = _allreduce_configs()
-    gated = [c for c in configs if not c.regen_only]
+    paths = [c for c in configs if path_gated(c.params)]
+    gated = [c for c in configs if not c.regen_only and not path_gated(c.params)]
     per_size = 4 * 4 + 1  # (topology, algorithm) pairs
     assert len(gated) == per_size * (3 + 1 + 1 + 1 + 1)
     assert {c.params["chips"] for c in gated} == {4, 6, 8, 9, 16}
+    # issue 26's path configs, gated beside them: 5 algorithms on the 3 x 4 torus, 2 more
+    assert len(paths) == 5 + 2 and all(not c.regen_only for c in paths)
     assert len(configs) == per_size * 10 * 6
     assert all(
         c.params["topology"] == "torus2d" for c in configs if c.params["algorithm"] == "torus2d"
@@ -318,8 +324,10 @@ def test_the_sweep_is_the_old_cartesian_product_in_the_same_order() -> None:
         for point in itertools.product(ccl.TOPOLOGIES, ccl.CHIPS, ALGORITHMS, ccl.SIZES)
         if point[2] in ccl.algorithms_for(point[0])
     ]
+    from benches._ccl_paths import path_gated
+
     first = ccl.BENCH.configs[: len(old)]  # the other collectives' groups come after
     assert [(c.config_id, c.params, c.regen_only) for c in first] == [
-        (ccl.config_id(p), p, not ccl.gated(p)) for p in old
-    ]
+        (ccl.config_id(p), p, not (ccl.gated(p) or path_gated(p))) for p in old
+    ]  # the gated set: the old rule and issue 26's path configs
     assert list(first) == _allreduce_configs()

@@ -43,8 +43,13 @@ def test_collective_is_an_axis_with_nccl_tests_ids() -> None:
     assert ccl.config_id({"topology": "ring", "chips": 8, "algorithm": "ring", "size": 1024}) == (
         "ring-p8-ring-1KiB"
     )
-    gated = [c for c in more if not c.regen_only]
+    from benches._ccl_paths import path_gated
+
+    gated = [c for c in more if not c.regen_only and not path_gated(c.params)]
     assert len(gated) == per_size * 3
+    # issue 26's path configs: the 2 x 2 torus, every collective x algorithm beside allreduce
+    paths = [c for c in more if path_gated(c.params)]
+    assert len(paths) == 15 and {c.params["chips"] for c in paths} == {4}
     assert {c.params["chips"] for c in gated} == {6, 8, 9}
 
 

@@ -40,14 +40,18 @@ def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_the_gate_covers_every_layer_mode_and_topology() -> None:
     """Each (layer, mode, topology) has a gated config with the data replay (hidden 128) and
     one at a real hidden size (4096); everything else is regen-only."""
-    gated = [c.params for c in tpb.BENCH.configs if not c.regen_only]
+    gated = [c.params for c in tpb.BENCH.configs if not c.regen_only and c.params["hidden"] != 256]
     for hidden in (tpb.FUNCTIONAL_HIDDEN, tpb.GATED_REAL["hidden"]):
         have = {(p["layer"], p["mode"], p["topology"]) for p in gated if p["hidden"] == hidden}
         want = {(ly, m, t) for ly in LAYERS for m in MODES for t in tpb.TOPOLOGIES}
         assert have == want, hidden
     assert {p["tp"] for p in gated if p["hidden"] == tpb.FUNCTIONAL_HIDDEN} == {2, 4, 8}
     assert all(tpb._macs(p) <= tpb.FUNCTIONAL_MAX_MACS for p in gated if p["hidden"] == 128)
-    assert len(gated) == 60 and len(tpb.BENCH.configs) == 486  # 48 + TP 2 off the ring
+    assert len(gated) == 60 and len(tpb.BENCH.configs) == 488  # 48 + TP 2 off the ring
+    # + issue 26's two compute-bound replayed race configs (hidden 256), gated
+    extra = [c for c in tpb.BENCH.configs if c.params["hidden"] == 256]
+    assert {c.params["mode"] for c in extra} == {"gemm_ar", "ag_rs"}
+    assert not any(c.regen_only for c in extra)
 
 
 def test_counters_are_gated_exactly_and_times_at_their_tolerance() -> None:
@@ -146,7 +150,9 @@ def test_the_sweep_is_the_old_cartesian_product_in_the_same_order() -> None:
             return bool(p["topology"] == "ring" or p["tp"] in (2, 4))  # TP 2: issue 26
         return bool(p["hidden"] == 4096 and p["tokens"] == 512 and p["tp"] == 4)
 
-    assert [(c.config_id, c.params, c.regen_only) for c in tpb.BENCH.configs] == [
+    first = tpb.BENCH.configs[: len(old)]  # issue 26's race configs come after
+    assert [c.params["hidden"] for c in tpb.BENCH.configs[len(old) :]] == [256, 256]
+    assert [(c.config_id, c.params, c.regen_only) for c in first] == [
         (tpb.config_id(p), p, not old_gated(p)) for p in old
     ]
 

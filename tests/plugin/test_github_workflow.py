@@ -74,3 +74,71 @@ def test_sharded_workflow_runs_every_shard_then_merges_them_all() -> None:
     command = next(s["run"] for s in merge["steps"] if "pytest_npubench merge" in str(s.get("run")))
     folders = [w for w in command.split() if w.startswith("npubench-shard-")]
     assert folders == [f"npubench-shard-{k}" for k in shards]
+
+
+def _written_folders() -> set[str]:
+    """The folders the sharded example and the README's sharding commands write into."""
+    doc = yaml.safe_load((ROOT / ".github" / "workflows" / "npubench-sharded.yml").read_text())
+    shards = doc["jobs"]["shard"]["strategy"]["matrix"]["shard"]
+    text = (ROOT / "README.md").read_text() + yaml.safe_dump(doc)
+    text = text.replace("${{ matrix.shard }}", "{k}")
+    folders = {"npubench-artifacts"}
+    for template in re.findall(r"--npubench-artifacts=(\S+)", text):
+        for k in shards:
+            folders.add(template.replace("{k}", str(k)).strip("/'\"`"))
+    folders.update(f"npubench-shard-{k}" for k in shards)  # the download-artifact folders
+    return folders
+
+
+def test_the_readmes_gitignore_lines_ignore_every_folder_the_sharded_flow_writes(
+    tmp_path: Path,
+) -> None:
+    """A user who adds the README's .gitignore lines sees none of the shard or artifact
+    folders as untracked (checked by git itself); this repository's .gitignore has them."""
+    import subprocess
+
+    block = re.search(r"```gitignore\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert block, "the README gives the .gitignore lines for the shard folders"
+    lines = block.group(1).splitlines()
+    assert set(lines) <= set((ROOT / ".gitignore").read_text().splitlines())
+    folders = _written_folders()
+    assert {"shard-1", "shard-4", "npubench-shard-4", "npubench-artifacts"} <= folders
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("\n".join(lines) + "\n")
+    for folder in folders:
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "shard.json").write_text("{}")
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert status == ["?? .gitignore"], status
+
+
+def test_the_heavy_tests_are_left_out_by_default_and_run_by_the_ci_script() -> None:
+    """The ini deselects ``heavy``; .ci/run runs them as their own step after the README's test
+    command; the README says so; and every HEAVY pattern names a test function that exists."""
+    import tomllib
+
+    sys_path_conftest = ROOT / "tests" / "conftest.py"
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert ini["addopts"] == ["-m", "not heavy"]
+    script = (ROOT / ".ci" / "run").read_text()
+    _, tests = _readme_commands()
+    heavy = ".venv/bin/python -m pytest -n auto -m heavy"
+    assert script.index(tests) < script.index(heavy)
+    assert "python -m pytest -n auto -m heavy" in (ROOT / "README.md").read_text()
+    namespace: dict[str, Any] = {}
+    text = sys_path_conftest.read_text()
+    exec(
+        text[text.index("HEAVY = (") : text.index(")\n", text.index("HEAVY = ("))] + ")", namespace
+    )
+    for pattern in namespace["HEAVY"]:
+        path, _, test = pattern.partition("::")
+        files = list(ROOT.glob(path)) if test else [ROOT / pattern.split("*")[0]]
+        assert files and all(f.exists() for f in files), pattern
+        name = re.split(r"[\[*]", test)[0]
+        assert not name or any(f"def {name}" in f.read_text() for f in files), pattern

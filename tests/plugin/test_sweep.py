@@ -156,7 +156,7 @@ def test_a_bad_value_fails_its_variant_names_the_key_and_keeps_the_others(
     ("extra", "says"),
     [
         (["--regen-baselines"], "never writes baselines"),
-        (["--npubench-shard=1/2"], "--npubench-shard cannot be combined"),
+        (["--npubench-replay=x.json"], "--npubench-replay cannot be combined"),
     ],
 )
 def test_what_a_sweep_cannot_do_is_refused(tmp_path: Path, extra: list[str], says: str) -> None:
@@ -171,3 +171,38 @@ def test_what_a_sweep_cannot_do_is_refused(tmp_path: Path, extra: list[str], say
     )
     assert done.returncode == 4, done.stdout + done.stderr
     assert says in done.stderr
+
+
+def sweep_merge(*folders: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_npubench", "sweep-merge", *map(str, folders),
+         "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+
+
+def test_a_sweep_split_over_two_shards_merges_into_the_one_run_report(tmp_path: Path) -> None:
+    """--npubench-shard K/N runs every N-th variant; sweep-merge of the shards' folders lists
+    every variant once, as one run would."""
+    args = ["--npubench", "gemm", "-k", "256x256x256-double_buffer", "-n", "0"]
+    sweep_arg = ["--npubench-sweep", "hbm.hbm_to_router_bw_gbs=128,256,512"]
+    for k in (1, 2):
+        done = pytest_run(
+            tmp_path,
+            *args,
+            *sweep_arg,
+            f"--npubench-shard={k}/2",
+            f"--npubench-artifacts={tmp_path / f'shard-{k}'}",
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    one = json.loads((tmp_path / "shard-1" / "results.json").read_text())
+    assert [v["id"] for v in one["sweep"]] == ["v01", "v03"]
+    merged = sweep_merge(tmp_path / "shard-1", tmp_path / "shard-2", out=tmp_path / "merged")
+    assert merged.returncode == 0, merged.stderr
+    data = json.loads((tmp_path / "merged" / "results.json").read_text())
+    assert [v["id"] for v in data["sweep"]] == ["v01", "v02", "v03"]
+    assert len(data["benches"]["gemm"]["variants"]) == 3
+    assert (tmp_path / "merged" / "gemm" / "sweep.png").is_file()
+    again = sweep_merge(tmp_path / "shard-1", tmp_path / "shard-1", out=tmp_path / "twice")
+    assert again.returncode == 2 and "in two shards" in again.stderr
+    assert not (tmp_path / "twice").exists()

@@ -1,0 +1,155 @@
+"""Collectives on a product of switch and fully connected dimensions, timed from the ops of
+representative chips (:func:`sim.fabric.quotient.time_by_quotient`), and counted exactly
+before the budget refuses them.
+
+**Which symmetry.** On a ``switch`` or ``fully_connected`` dimension any relabelling of a
+group's chips is a network automorphism, so every translation of the chips' digits is one
+of the whole network (a ring dimension is not tried here: its half-ring tie is ADR 0022's
+and another change's). Whether a collective's *program* maps onto itself, ties included,
+depends on the algorithm's message order; :mod:`sim.fabric.quotient` checks it op by op
+for each group below, in turn, and the first that passes times the program from its
+representatives. When none passes (a program whose message order names absolute chip ids,
+as a direct step of ``hierarchical`` does: every chip sends to chip 0 of its group first),
+the full program runs through the event engine as before.
+
+Groups tried: the translations of every dimension (one representative chip), the xor of
+chip ids (sizes powers of two: recursive halving and doubling pair chips by xor), the
+translations of the outer dimensions (``s_0`` representatives), of dimension 0 alone.
+
+**Budget.** :func:`sim.collectives.budget.estimate_collective` does not know the
+collective: it counts every algorithm as an allreduce (``direct``: the whole vector to
+every chip), so it refuses an all-gather, a broadcast or a sendrecv of a few thousand ops
+at 256 chips. Here the schedule is built (it is small beside its program) and its chunks
+counted exactly, as :func:`sim.collectives.run.check_channels` counts; that count, not
+the estimate, meets the ops and memory budgets.
+
+Exactness: the log is the event engine's, record for record (the quotient's checks are
+the proof obligation; ``tests/sim/test_fast_product.py`` compares SHA-256 of every column
+with the event engine up to 64 chips). ``#wrong`` is the replay of the full log
+(:func:`sim.collectives.verify.replay`), as for every run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.collectives.budget import collective_arguments
+from sim.collectives.catalog import build_schedule
+from sim.collectives.compile import Compiled, chunk_count
+from sim.collectives.lockstep import compile_schedule
+from sim.collectives.nvls import NVLS
+from sim.collectives.protocols import protocol_network
+from sim.collectives.run import FAST_PATHS, CollectiveRun
+from sim.collectives.schedule import Schedule
+from sim.collectives.verify import Replayed, ReplayError, check, replay
+from sim.errors import NpuSimError
+from sim.fabric import (
+    ChipGroup,
+    Network,
+    Quotient,
+    build_network,
+    digit_translations,
+    digit_xors,
+    simulate_fabric,
+    time_by_quotient,
+)
+from sim.limits import FABRIC_OP_BYTES, OPLOG_RECORD_BYTES, check_memory, ops_budget
+from sim.oplog import OpLog
+from sim.topology import Topology, dimensions_of
+
+__all__ = ["QuotientRun", "exact_count", "groups_for", "product_run"]
+
+SHAPES = ("switch", "fully_connected")
+
+
+@dataclass(frozen=True)
+class QuotientRun(CollectiveRun):
+    """A :class:`CollectiveRun` whose log was timed from representative chips
+    (``quotient``), or by the event engine when no group passed (``quotient`` None)."""
+
+    quotient: Quotient | None = None
+
+
+def groups_for(sizes: tuple[int, ...]) -> list[ChipGroup]:
+    """The groups to try on dimensions of these sizes, largest first (module docstring)."""
+    out = [digit_translations(sizes)]
+    xor = digit_xors(sizes)
+    if xor is not None:
+        out.append(xor)
+    if len(sizes) > 1 and sizes[0] > 1:
+        out.append(digit_translations(sizes, range(1, len(sizes))))
+        out.append(digit_translations(sizes, (0,)))
+    return [g for g in out if g.order > 1]
+
+
+def exact_count(schedule: Schedule, net: Network) -> tuple[int, int]:
+    """The program's ops and records, from the schedule's own chunk counts: each message is
+    ``k`` transfers of ``hops`` records and ``k`` consumers."""
+    bpe, chunk, depth = schedule.bytes_per_element, schedule.chunk_bytes, schedule.depth
+    transfers = records = 0
+    hops: dict[tuple[int, int], int] = {}
+    for step in schedule.steps:
+        for m in step:
+            k = chunk_count(m.hi - m.lo, bpe, chunk, depth)
+            h = hops.get((m.src, m.dst))
+            if h is None:
+                h = hops[m.src, m.dst] = net.hops(m.src, m.dst)
+            transfers += k
+            records += k * (h + 1)
+    return 2 * transfers, records
+
+
+def product_run(
+    topo: Topology, nbytes: object, algorithm: object, collective: object, chunk_bytes: object
+) -> QuotientRun | None:
+    """The run of a collective on two or more switch / fully connected dimensions (module
+    docstring), or None for any other (the general path runs and gives its errors)."""
+    dims = dimensions_of(topo.chips)
+    if len(dims) < 2 or any(d.shape not in SHAPES for d in dims) or algorithm == NVLS:
+        return None
+    if not isinstance(collective, str) or not isinstance(algorithm, str):
+        return None
+    try:
+        topo, size, chunk, name = collective_arguments(topo, nbytes, algorithm, chunk_bytes)
+        net = build_network(topo)
+        schedule = build_schedule(topo, size, name, collective, chunk_bytes=chunk, network=net)
+    except NpuSimError:
+        return None  # the general path says why
+    ops, records = exact_count(schedule, net)
+    what = f"{name} {collective} of {size} bytes on {net.chips} chips"
+    parts = f"{records} transfer hops and consumers"
+    check_memory(what, ops * FABRIC_OP_BYTES + (records - ops) * OPLOG_RECORD_BYTES, parts)
+    if records > ops_budget():
+        return None  # the general path refuses it, naming the budget
+    return _run(schedule, protocol_network(net, topo.collectives, "simple"), dims)
+
+
+def _run(schedule: Schedule, net: Network, dims: tuple[object, ...]) -> QuotientRun:
+    compiled = compile_schedule(schedule)
+    sizes = tuple(d.size for d in dims)  # type: ignore[attr-defined]
+    got = time_by_quotient(net, compiled.program, groups_for(sizes))
+    if got is None:
+        log, quotient = simulate_fabric(net, compiled.program), None
+    else:
+        log, quotient = got
+    return _checked(schedule, net, compiled, log, quotient)
+
+
+def _checked(
+    schedule: Schedule, net: Network, compiled: Compiled, log: OpLog, quotient: Quotient | None
+) -> QuotientRun:
+    """:func:`sim.collectives.run.run_schedule`'s replay and check of ``log``."""
+    try:
+        final = replay(schedule, net, compiled, log)
+    except ReplayError as exc:
+        total = schedule.chips * schedule.count
+        zero = np.zeros((schedule.chips, len(compiled.bounds) - 1), np.int64)
+        zeros = Replayed(zero, zero, zero)
+        return QuotientRun(schedule, net, compiled, log, total, str(exc), zeros, quotient=quotient)
+    wrong, problem = check(schedule, compiled.bounds, final)
+    return QuotientRun(schedule, net, compiled, log, wrong, problem, final, quotient=quotient)
+
+
+FAST_PATHS.append(product_run)

@@ -208,7 +208,12 @@ def write(
     rows = [(art.bench, art.results, art.figures) for art in benches]
     notes = {art.bench.name: list(art.notes) for art in benches if art.notes}
     interrupted = bool((run or {}).get("interrupted"))
-    write_atomic(summary, summary_markdown(rows, problems, regen, notes, not_accepted, interrupted))
+    write_atomic(
+        summary,
+        summary_markdown(
+            rows, problems, regen, notes, not_accepted, interrupted, fail_improvements
+        ),
+    )
 
     drawn: set[str] = set()
 

@@ -29,6 +29,11 @@ ExplainFn = Callable[[Mapping[str, float], Mapping[str, float]], Sequence[str]]
 TraceFn = Callable[[Params, Path, int], Any]
 Axes = Mapping[str, Sequence[Any]]
 
+#: units of a count: a gated tolerance-0 metric in one of them is an exact counter
+COUNT_UNITS = frozenset({"1", "B", "bytes", "elements", "records", "count"})
+#: units of time: the default headline is a bench's first gated metric in one of them
+TIME_UNITS = frozenset({"ps", "ns", "us", "µs", "ms", "s"})
+
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 RESERVED_NAMES = frozenset({"all"})
 
@@ -53,12 +58,19 @@ class Metric:
 
     ``tolerance`` is relative: ``0.001`` lets the metric move by 0.1 % of its baseline value.
     A metric with ``gate=False`` is recorded and reported but never fails an item.
+
+    ``counter`` marks an exact count (buffers, transfers, records, bytes): any change to it is
+    a change of what the program does, reported as ``changed`` (it fails, and is never called
+    an improvement, whatever ``direction`` says). ``None`` (the default) infers it: a gated
+    metric with tolerance 0 whose unit is a count (:data:`COUNT_UNITS`) and whose baseline
+    and current values are whole numbers (:meth:`is_counter`).
     """
 
     unit: str
     direction: Direction
     tolerance: float = 0.0
     gate: bool = True
+    counter: bool | None = None
 
     def __post_init__(self) -> None:
         if self.direction not in ("lower", "higher"):
@@ -73,6 +85,20 @@ class Metric:
             )
         if not isinstance(self.unit, str):
             raise TypeError(f"Metric unit must be a string, got {self.unit!r}")
+        if self.counter is not None and not isinstance(self.counter, bool):
+            raise TypeError(f"Metric counter must be True, False or None, got {self.counter!r}")
+
+    def is_counter(self, *values: float) -> bool:
+        """True if this metric is an exact count: declared ``counter=True``, or (``counter``
+        left ``None``) gated at tolerance 0 in a count unit with whole-number ``values``."""
+        if self.counter is not None:
+            return self.counter
+        return (
+            self.gate
+            and self.tolerance == 0
+            and self.unit in COUNT_UNITS
+            and all(float(v).is_integer() for v in values)
+        )
 
 
 @dataclass(frozen=True)
@@ -140,6 +166,9 @@ class Bench:
     hardware (a what-if) names the keys that changed.
     ``captions`` maps a figure's file name to what it shows and how to read it (index.html).
     ``cost(params)`` estimates a config's run time (any unit), to balance ``--npubench-shard``.
+    ``headline`` names the metric a reader looks at first (a failing config's one line leads
+    with it, whichever metric failed); default: the first gated metric with a time unit, else
+    the first gated metric (:attr:`headline_metric`).
     """
 
     name: str
@@ -158,6 +187,7 @@ class Bench:
     topology: Callable[[], Mapping[str, Any]] | None = None
     captions: Mapping[str, str] | None = None
     cost: Callable[[Params], float] | None = None
+    headline: str | None = None
     _groups: tuple[Sweep, ...] = field(init=False, repr=False)
     _configs: tuple[BenchConfig, ...] = field(init=False, repr=False)
     _by_id: dict[str, BenchConfig] = field(init=False, repr=False)
@@ -170,6 +200,14 @@ class Bench:
         configs = self._expand()
         object.__setattr__(self, "_configs", configs)
         object.__setattr__(self, "_by_id", {c.config_id: c for c in configs})
+
+    @property
+    def headline_metric(self) -> str:
+        """The metric a failing config's line leads with (see ``headline``)."""
+        if self.headline is not None:
+            return self.headline
+        gated = [n for n, m in self.metrics.items() if m.gate] or list(self.metrics)
+        return next((n for n in gated if self.metrics[n].unit in TIME_UNITS), gated[0])
 
     @property
     def groups(self) -> tuple[Sweep, ...]:
@@ -262,6 +300,11 @@ class Bench:
                     f"bench {self.name!r}: metrics= must map names to Metric(...), "
                     f"got {name!r}: {metric!r}"
                 )
+        if self.headline is not None and self.headline not in self.metrics:
+            raise ValueError(
+                f"bench {self.name!r}: headline metric {self.headline!r} is not declared in "
+                f"metrics= (declared: {', '.join(self.metrics)})"
+            )
         for name in self.summary_metrics or ():
             if name not in self.metrics:
                 raise ValueError(

@@ -17,6 +17,7 @@ from pytest_npubench.outcome import Source as Source
 
 #: Item verdicts, in the order the summaries list them (worst first).
 VERDICTS = (
+    "changed",
     "regression",
     "failed-check",
     "error",
@@ -38,10 +39,13 @@ def relative_change(baseline: float, current: float) -> float | None:
 
 
 def compare_metric(metric: Metric, baseline: float, current: float) -> Comparison:
-    """The default comparison: relative tolerance, direction decides regression vs improvement."""
+    """The default comparison: relative tolerance, direction decides regression vs improvement;
+    an exact counter (:meth:`Metric.is_counter`) that moved is ``changed``, never improved."""
     change = relative_change(baseline, current)
     if abs(current - baseline) <= metric.tolerance * abs(baseline):
         return Comparison("pass", change)
+    if metric.is_counter(baseline, current):
+        return Comparison("changed", change)
     worse = current > baseline if metric.direction == "lower" else current < baseline
     return Comparison("regression" if worse else "improved", change)
 
@@ -54,11 +58,17 @@ def config_verdict(
     if baseline is None or any(name not in baseline for name in gated):
         return "new"
     verdicts = {comparisons[name].verdict for name in gated}
+    if "changed" in verdicts:  # a counter moved: other work was done, whatever the times say
+        return "changed"
     if "regression" in verdicts:
         return "regression"
     if "improved" in verdicts:
         return "improved"
     return "pass"
+
+
+#: item verdicts that fail a run whatever --npubench-allow-improvements says (not regen)
+GATE_FAILURES = ("regression", "changed")
 
 
 def verdict_rank(verdict: str) -> int:

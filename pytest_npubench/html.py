@@ -17,14 +17,16 @@ from pathlib import Path
 
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
+from pytest_npubench.headline import GATE_VERDICTS, headline_line, ranked_metrics
+from pytest_npubench.numbers import column_header
 from pytest_npubench.report import (
     bench_line,
     explanation,
+    failing_verdicts,
     gate_failures,
     metric_cell,
     metric_rows,
     ordered,
-    percent,
     regen_command,
     summary_columns,
 )
@@ -52,6 +54,8 @@ tr.reused-baseline td, tr.missing-baseline td { color: #777; background: #f6f6f6
 td.id code { white-space: nowrap; } th { cursor: pointer; background: #f4f4f4; }
 details { margin: .4em 0; } summary { cursor: pointer; font-weight: 600; }
 .banner li { margin: .15em 0; } input.filter { margin: .3em 0; padding: .2em .4em; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; max-width: 100%; overflow-x: auto; }
+details.bench > summary { font-size: 1.1em; }
 """
 
 #: Sorts a table by the clicked column (numbers by value) and filters rows by a text box.
@@ -86,6 +90,9 @@ document.querySelectorAll("table.configs").forEach(function (t) {
 
 FAILING = ("regression", "failed-check", "error")
 
+#: a bench table of more rows than this is collapsed (a <details>) so the page stays readable
+COLLAPSE_ROWS = 200
+
 INTERRUPTED = (
     '<p class="status bad"><strong>INTERRUPTED</strong>: this run was stopped before it ended '
     "(Ctrl-C). The results below are partial: the configs that did not run are not judged, "
@@ -106,7 +113,8 @@ def render_index(
 ) -> str:
     """The whole page as a string. ``drawn``: trace links whose timeline PNG exists;
     ``interrupted``: the run was stopped before it ended (the page says so first)."""
-    verdicts = FAILING + (("improved",) if fail_improvements and not regen else ())
+    verdicts = FAILING + (("changed",) if not regen else ())
+    verdicts += ("improved",) if fail_improvements and not regen else ()
     failing = [
         (bench, r)
         for bench, results, _ in benches
@@ -121,7 +129,9 @@ def render_index(
         "<h1>npubench report</h1>",
         *([INTERRUPTED] if interrupted else []),
         _nav(benches, failing, problems),
-        _status(benches, failing, problems, regen and not not_accepted, interrupted),
+        _status(
+            benches, failing, problems, regen and not not_accepted, interrupted, fail_improvements
+        ),
     ]
     for name, lines in (notes or {}).items():
         parts.append(f'<div class="card"><h3>{escape(name)}: hardware what-if</h3>')
@@ -130,8 +140,9 @@ def render_index(
         parts += _failure_overview(failing)
         parts += [_failure_card(bench, r, trace_link, drawn) for bench, r in failing]
     parts += _changes(benches, regen, not_accepted)
+    fails = failing_verdicts(regen, fail_improvements)
     for bench, results, figures in benches:
-        parts += _bench_section(bench, results, figures, trace_link, drawn)
+        parts += _bench_section(bench, results, figures, trace_link, drawn, fails)
     if problems:
         parts.append('<h2 id="errors">Errors</h2><ul>')
         parts += [f"<li>{escape(p)}</li>" for p in problems]
@@ -157,6 +168,7 @@ def _status(
     problems: Sequence[str],
     regen: bool,
     interrupted: bool = False,
+    fail_improvements: bool = True,
 ) -> str:
     measured = sum(r.source == "run" for _, results, _ in benches for r in results.values())
     reused = sum(r.source != "run" for _, results, _ in benches for r in results.values())
@@ -174,18 +186,19 @@ def _status(
         cls = "good"
     if reused:
         text += f"; {reused} regen-only configs were not run (their baseline values are shown)"
-    lines = "".join(f"<li>{escape(bench_line(b, results))}</li>" for b, results, _ in benches)
+    lines = "".join(
+        f"<li>{escape(bench_line(b, results, regen, fail_improvements))}</li>"
+        for b, results, _ in benches
+    )
     return f'<p class="status {cls}">{escape(text)}</p><ul class="banner">{lines}</ul>'
 
 
 def _failure_overview(failing: Sequence[tuple[Bench, ConfigResult]]) -> list[str]:
-    rows = [["bench", "config", "verdict", "gated metrics beyond tolerance"]]
+    rows = [["bench", "config", "verdict", "what moved (headline first)"]]
     for bench, r in failing:
-        moved = [
-            f"{name} {percent(r.comparisons[name].change)}" for name in gate_failures(bench, r)
-        ]
-        rows.append([bench.name, r.config_id, r.verdict, ", ".join(moved) or r.message[:120]])
-    names = sorted({bench.name for bench, r in failing if r.verdict in ("regression", "improved")})
+        moved = headline_line(bench, r) if r.verdict in GATE_VERDICTS else r.message[:160]
+        rows.append([bench.name, r.config_id, r.verdict, moved])
+    names = sorted({bench.name for bench, r in failing if r.verdict in GATE_VERDICTS})
     accept = (
         f"<p>If every change is intended, accept them all with "
         f"<code>{escape(regen_command(','.join(names)))}</code></p>"
@@ -200,8 +213,10 @@ def _failure_card(
 ) -> str:
     title = f"{bench.name}[{result.config_id}]: {result.verdict}"
     body = [f'<details class="card"><summary>{escape(title)}</summary>']
-    if result.verdict in ("regression", "improved"):
-        rows = metric_rows(bench, result, gate_failures(bench, result))
+    if result.verdict in GATE_VERDICTS:
+        rows = metric_rows(
+            bench, result, ranked_metrics(bench, result, gate_failures(bench, result))
+        )
         body.append(_table(rows))
         why = explanation(bench, result)
         if why:
@@ -266,7 +281,11 @@ def _bench_section(
     figures: Sequence[Path],
     trace_link: TraceLink,
     drawn: Collection[str],
+    fails: Collection[str] = (),
 ) -> list[str]:
+    """The bench's figures and its table: the configs that failed this run (``fails``: their
+    verdicts) first, then the rest, each worst first; more than :data:`COLLAPSE_ROWS` rows
+    go in a closed <details> that counts them."""
     parts = [f'<h2 id="{escape(bench.name)}">{escape(bench.name)}</h2>']
     for fig in figures:
         src = escape(fig.as_posix())
@@ -278,9 +297,11 @@ def _bench_section(
         )
     columns = summary_columns(bench)
     units = {c: bench.metrics[c].unit for c in columns}
-    header = ["verdict", "config", *columns, "trace"]
+    header = ["verdict", "config", *(column_header(c, units[c]) for c in columns), "trace"]
     rows = [f"<tr>{''.join(f'<th>{escape(h)}</th>' for h in header)}</tr>"]
-    for n, r in enumerate(ordered(results)):
+    worst_first = ordered(results)
+    failed = [r for r in worst_first if r.verdict in fails]
+    for n, r in enumerate(failed + [r for r in worst_first if r.verdict not in fails]):
         cells = [
             f'<td class="id" data-v="{n:06d}">{escape(r.verdict)}</td>',
             f'<td class="id"><code>{escape(r.config_id)}</code></td>',
@@ -296,7 +317,12 @@ def _bench_section(
         cell += f' <a href="{escape(picture)}">timeline</a>' if picture else ""
         cells.append(f"<td>{cell}</td>")
         rows.append(f'<tr class="row {escape(r.verdict)}">{"".join(cells)}</tr>')
-    parts.append('<table class="configs">' + "\n".join(rows) + "</table>")
+    table = '<table class="configs">' + "\n".join(rows) + "</table>"
+    if len(results) > COLLAPSE_ROWS:
+        listed = f"{len(failed)} failed, listed first" if failed else "none failed"
+        summary = f"{len(results)} configs ({listed}): show the table"
+        table = f"<details><summary>{escape(summary)}</summary>\n{table}</details>"
+    parts.append(table)
     return parts
 
 

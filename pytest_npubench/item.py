@@ -242,7 +242,7 @@ class BenchItem(pytest.Item):
             return  # a regen accepts; a sweep's variant measures other hardware: no gate
         if result.verdict == "new":
             raise BenchFailure(missing_baseline_message(bench, result, where))
-        failing = ("regression", "improved") if state.fail_improvements else ("regression",)
+        failing = ("regression", "changed", "improved")[: 3 if state.fail_improvements else 2]
         if result.verdict in failing:
             raise BenchFailure(failure_message(bench, result, where, state.fail_improvements))
 

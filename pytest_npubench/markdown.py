@@ -16,10 +16,10 @@ from pathlib import Path
 
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
+from pytest_npubench.headline import GATE_VERDICTS, headline_line
 from pytest_npubench.report import (
     bench_counts,
     explanation,
-    metric_rows,
     ordered,
     regen_command,
 )
@@ -70,6 +70,7 @@ def summary_markdown(
     notes: Mapping[str, Sequence[str]] | None = None,
     not_accepted: Collection[str] = (),
     interrupted: bool = False,
+    fail_improvements: bool = True,
 ) -> str:
     """summary.md: counts per bench, then regressions, improvements and new configs.
 
@@ -79,7 +80,10 @@ def summary_markdown(
     lines = ["# npubench summary", ""]
     if interrupted:
         lines += [INTERRUPTED_NOTE, ""]
-    lines += [f"- **{md_text(b.name)}: {bench_counts(results)}**" for b, results, _ in benches]
+    lines += [
+        f"- **{md_text(b.name)}: {bench_counts(results, regen, fail_improvements)}**"
+        for b, results, _ in benches
+    ]
     lines.append("")
     for name, note_lines in (notes or {}).items():
         lines += [f"**{md_text(name)}: hardware what-if**", "", *md_fence(note_lines), ""]
@@ -95,7 +99,7 @@ def summary_markdown(
     to_accept = [
         bench.name
         for bench, results, _ in benches
-        if any(r.verdict in ("regression", "improved", "new") for r in results.values())
+        if any(r.verdict in (*GATE_VERDICTS, "new") for r in results.values())
     ]
     if to_accept and not regen:
         lines += [
@@ -121,6 +125,10 @@ INTERRUPTED_NOTE = (
 )
 
 
+#: with more configs than this moving, summary.md lists them without their explanations
+EXPLAIN_MOST = 10
+
+
 def _notable_markdown(
     benches: Rows, regen: bool, not_accepted: Collection[str], interrupted: bool
 ) -> list[str]:
@@ -135,18 +143,27 @@ def _notable_markdown(
         return ["Nothing changed beyond tolerance in the configs that ran before the stop.", ""]
     if not rows:
         return ["No regressions, improvements or new configs.", ""]
+    moved = [
+        (bench, result)
+        for bench, results, _ in benches
+        for result in ordered(results)
+        if result.verdict in GATE_VERDICTS and result.baseline
+    ]
     why = [
         f"- **{md_text(bench.name)} {md_code(result.config_id)}** ({result.verdict}): "
         + "; ".join(md_text(line) for line in explanation(bench, result))
-        for bench, results, _ in benches
-        for result in ordered(results)
-        if result.verdict in ("regression", "improved") and result.baseline
+        for bench, result in moved
     ]
+    if len(why) > EXPLAIN_MOST:
+        why = [f"{len(why)} configs moved: each one's table and explanation is in index.html."]
     return [
-        "## Regressions, improvements and new configs",
+        "## Regressions, changes, improvements and new configs",
         "",
-        "| bench | config | verdict | metric | baseline | current | change | tolerance | note |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "One row per config, headline metric first; full tables are in index.html and "
+        "results.json.",
+        "",
+        "| bench | config | verdict | what moved (headline first) | note |",
+        "|---|---|---|---|---|",
         *rows,
         "",
         *(["### Where the changes came from", "", *why, ""] if why else []),
@@ -157,21 +174,16 @@ def _notable_rows(
     bench: Bench, result: ConfigResult, regen: bool, write_failed: bool = False
 ) -> list[list[str]]:
     """The table rows of one config, every cell Markdown (untrusted text escaped)."""
-    notable = [
-        n for n, c in result.comparisons.items() if c.verdict != "pass" and bench.metrics[n].gate
-    ]
-    if regen and write_failed and result.verdict in ("new", "regression", "improved"):
+    if regen and write_failed and result.verdict in ("new", *GATE_VERDICTS):
         note = "NOT accepted: the baseline could not be written (see Errors)"
-    elif regen and result.verdict in ("new", "regression", "improved"):
+    elif regen and result.verdict in ("new", *GATE_VERDICTS):
         note = "accepted (baseline rewritten)"
-    elif result.verdict == "improved":
-        note = "run --regen-baselines to accept"
+    elif result.verdict in GATE_VERDICTS:
+        note = "see below; accept with --regen-baselines if intended"
     elif result.verdict == "new":
         note = md_code(regen_command(bench.name, result.config_id))
     else:
         note = md_text((result.message.splitlines() or [""])[0])
     base = [md_text(bench.name), md_code(result.config_id), result.verdict]
-    if not notable:
-        return [[*base, "", "", "", "", "", note]]
-    rows = metric_rows(bench, result, notable)[1:]
-    return [[*base, md_text(row[0]), *row[1:5], note] for row in rows]
+    what = headline_line(bench, result) if result.verdict in GATE_VERDICTS else ""
+    return [[*base, md_text(what), note]]

@@ -14,7 +14,10 @@ from typing import Any, Literal, Protocol
 
 from pytest_npubench.jsonable import json_params
 
-MetricVerdict = Literal["pass", "regression", "improved"]
+MetricVerdict = Literal["pass", "regression", "improved", "changed"]
+#: what a metric's comparison can say: ``changed`` is an exact counter that moved (neither
+#: better nor worse: the program does other work)
+METRIC_VERDICTS = ("pass", "regression", "improved", "changed")
 Source = Literal["run", "baseline"]
 
 
@@ -41,10 +44,10 @@ class Comparison:
     change: float | None
 
     def __post_init__(self) -> None:
-        if self.verdict not in ("pass", "regression", "improved"):
+        if self.verdict not in METRIC_VERDICTS:
             raise ValueError(
-                f"Comparison verdict {self.verdict!r} is invalid; use 'pass', 'regression' "
-                "or 'improved'"
+                f"Comparison verdict {self.verdict!r} is invalid; use 'pass', 'regression', "
+                "'improved' or 'changed'"
             )
 
 

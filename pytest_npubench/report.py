@@ -9,48 +9,31 @@ from collections.abc import Mapping, Sequence
 from pytest_npubench.baseline import BaselineError, Delta, RegenReport
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult, relative_change, verdict_rank
+from pytest_npubench.headline import (
+    COUNTER_NOTE,
+    GATE_VERDICTS,
+    counters_changed,
+    headline_line,
+    ranked_metrics,
+)
+from pytest_npubench.numbers import column_header, format_change, format_percent, format_value
 
 _K_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.[]+:/")
 
 
-def number(value: float | None) -> str:
-    """A compact, readable number (6 significant digits)."""
-    return "-" if value is None else f"{value:.6g}"
-
-
-_TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3))
-_BYTE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
-_DIMENSIONLESS = ("", "1")
-
-
-def _sig3(value: float) -> str:
-    return f"{value:.3g}" if abs(value) < 1e15 else f"{value:.2e}"
+def number(value: float | None, unit: str = "1") -> str:
+    """A value in engineering units for its metric's unit (:mod:`pytest_npubench.numbers`)."""
+    return format_value(value, unit)
 
 
 def human(value: float | None, unit: str) -> str:
-    """A value for a reader: ns as ns/us/ms/s and bytes as B/KiB/MiB/GiB to 3 significant
-    figures; whole numbers below 10,000 (and byte counts that are whole KiB/MiB) exactly."""
-    if value is None:
-        return "-"
-    whole = float(value).is_integer()
-    if unit == "ns":
-        for name, scale in _TIME_UNITS:
-            if abs(value) >= 10 * scale if name == "us" else abs(value) >= scale:
-                return f"{_sig3(value / scale)} {name}"
-        return f"{int(value)} ns" if whole else f"{_sig3(value)} ns"
-    if unit == "B":
-        for name, scale in _BYTE_UNITS:
-            if abs(value) >= scale:
-                exact = whole and int(value) % scale == 0
-                return f"{int(value) // scale if exact else _sig3(value / scale)} {name}"
-        return f"{int(value)} B" if whole else f"{_sig3(value)} B"
-    text = str(int(value)) if whole and abs(value) < 1e15 else _sig3(value)
-    return text if unit in _DIMENSIONLESS else f"{text} {unit}"
+    """The same as :func:`number` (kept for callers of the old name)."""
+    return format_value(value, unit)
 
 
 def percent(change: float | None) -> str:
-    """A signed percentage; 'inf' for a change from zero."""
-    return "inf" if change is None else f"{change * 100:+.2f}%"
+    """A signed percentage (:func:`pytest_npubench.numbers.format_percent`)."""
+    return format_percent(change)
 
 
 def item_name(bench: str, config_id: str) -> str:
@@ -82,13 +65,14 @@ def metric_rows(bench: Bench, result: ConfigResult, names: Sequence[str]) -> lis
     baseline = result.baseline or {}
     for name in names:
         comparison = result.comparisons.get(name)
+        unit = bench.metrics[name].unit
         rows.append(
             [
                 name,
-                number(baseline.get(name)),
-                number(result.metrics.get(name)),
+                number(baseline.get(name), unit),
+                number(result.metrics.get(name), unit),
                 percent(comparison.change) if comparison else "-",
-                f"{bench.metrics[name].tolerance * 100:.2f}%",
+                f"{bench.metrics[name].tolerance * 100:g} %",
                 comparison.verdict if comparison else "new",
             ]
         )
@@ -104,7 +88,7 @@ IMPROVEMENT_NOTE = (
 def gate_failures(bench: Bench, result: ConfigResult, strict: bool = True) -> list[str]:
     """The gated metrics that fail this result: changed beyond tolerance (only worse ones when
     improvements are allowed, ``strict=False``)."""
-    bad = ("regression", "improved") if strict else ("regression",)
+    bad = GATE_VERDICTS if strict else ("regression", "changed")
     return [n for n, c in result.comparisons.items() if c.verdict in bad and bench.metrics[n].gate]
 
 
@@ -122,8 +106,8 @@ def default_explanation(
             changes.append((-size, name, change))
     changes.sort()
     return [
-        f"{name} {percent(change)} ({number(baseline[name])} -> {number(current[name])} "
-        f"{bench.metrics[name].unit})"
+        f"{name} {percent(change)} "
+        f"({format_change(baseline[name], current[name], bench.metrics[name].unit)})"
         for _, name, change in changes[:most]
     ] or ["no recorded metric besides the gated ones changed"]
 
@@ -141,22 +125,31 @@ def explanation(bench: Bench, result: ConfigResult) -> list[str]:
 
 
 def failure_message(bench: Bench, result: ConfigResult, baseline_path: str, strict: bool) -> str:
-    """Why an item failed its gate: a small table, where the time went, the accepting command."""
+    """Why an item failed its gate, headline first: one line (the headline metric's change and
+    how many more moved), the moved metrics ranked (headline pinned first), where the time
+    went, what a changed counter means, and only then the command that accepts it."""
     name = item_name(bench.name, result.config_id)
     failing = gate_failures(bench, result, strict)
-    improved = any(result.comparisons[n].verdict == "improved" for n in failing)
-    worse = any(result.comparisons[n].verdict == "regression" for n in failing)
-    what = "got worse" if not improved else "got better" if not worse else "changed"
+    verdicts = {result.comparisons[n].verdict for n in failing}
+    what = {"regression": "got worse", "improved": "got better"}.get(
+        verdicts.pop() if len(verdicts) == 1 else "", "changed"
+    )
+    counters = counters_changed(bench, result)
     lines = [
-        f"{name}: {len(failing)} gated metric(s) {what} beyond tolerance "
-        f"(baseline: {baseline_path})",
-        *table(metric_rows(bench, result, failing)),
+        f"{name}: {len(failing)} gated metric(s) {what} beyond tolerance: "
+        f"{headline_line(bench, result)}",
+        *table(metric_rows(bench, result, ranked_metrics(bench, result, failing))),
         "where it came from (current vs baseline, largest change first):",
         *(f"  {line}" for line in explanation(bench, result)),
-        f"if the change is intended, accept it with: {regen_command(bench.name, result.config_id)}",
     ]
-    if improved:
+    if counters:
+        lines.append(COUNTER_NOTE.format(names=", ".join(counters)))
+    if "improved" in {result.comparisons[n].verdict for n in failing}:
         lines.append(IMPROVEMENT_NOTE)
+    lines.append(f"baseline: {baseline_path}")
+    lines.append(
+        f"if the change is intended, accept it with: {regen_command(bench.name, result.config_id)}"
+    )
     return "\n".join(lines)
 
 
@@ -187,10 +180,9 @@ def ordered(results: Mapping[str, ConfigResult]) -> list[ConfigResult]:
 
 
 def metric_cell(result: ConfigResult, name: str, unit: str | None = None) -> str:
-    """A metric's value for a table (in human units when ``unit`` is given), with its change
-    against the baseline when it moved."""
-    raw = result.metrics.get(name)
-    value = number(raw) if unit is None else human(raw, unit)
+    """A metric's value for a table in engineering units (of ``unit``, else a plain number),
+    with its change against the baseline when it moved."""
+    value = number(result.metrics.get(name), unit or "1")
     comparison = result.comparisons.get(name)
     if comparison is not None and comparison.change != 0.0:
         value += f" ({percent(comparison.change)})"
@@ -205,40 +197,97 @@ def verdict_counts(results: Mapping[str, ConfigResult]) -> dict[str, int]:
     return counts
 
 
-def bench_line(bench: Bench, results: Mapping[str, ConfigResult]) -> str:
-    """``gemm: 24 measured: 24 pass | 27 reused | 0 regressions``: a bench at a glance."""
-    return f"{bench.name}: {bench_counts(results)}"
+#: how a count line names n configs of a verdict
+_NOUNS = {
+    "regression": ("regression", "regressions"),
+    "changed": ("counter change", "counter changes"),
+    "improved": ("improvement", "improvements"),
+    "failed-check": ("failed check", "failed checks"),
+    "error": ("error", "errors"),
+    "new": ("new (no baseline)", "new (no baseline)"),
+}
 
 
-def bench_counts(results: Mapping[str, ConfigResult]) -> str:
-    """``24 measured: 24 pass | 27 reused | 0 regressions``: the counts of a bench's line."""
+def failing_verdicts(regen: bool = False, fail_improvements: bool = True) -> tuple[str, ...]:
+    """The verdicts that fail their item in this run (what pytest counts as failed)."""
+    if regen:
+        return ("failed-check", "error")
+    gate = GATE_VERDICTS if fail_improvements else ("regression", "changed")
+    return (*gate, "failed-check", "error", "new")
+
+
+def _counted(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {_NOUNS[v][n != 1]}" for v, n in counts.items() if v in _NOUNS)
+
+
+def bench_line(
+    bench: Bench,
+    results: Mapping[str, ConfigResult],
+    regen: bool = False,
+    fail_improvements: bool = True,
+) -> str:
+    """``gemm: 35 run: 5 passed, 30 failed (30 regressions) | 32 regen-only not run``."""
+    return f"{bench.name}: {bench_counts(results, regen, fail_improvements)}"
+
+
+def bench_counts(
+    results: Mapping[str, ConfigResult], regen: bool = False, fail_improvements: bool = True
+) -> str:
+    """The counts of a bench's line, which add up and agree with pytest's: ``N run: P passed,
+    F failed (...)`` (P + F = N), what a regen found against the old baseline, and the
+    regen-only configs that were not run (their baseline values are reused)."""
     measured = [r for r in results.values() if r.source == "run"]
     counts = verdict_counts({r.config_id: r for r in measured})
-    regressions = counts.pop("regression", 0)
-    parts = [", ".join(f"{n} {v}" for v, n in counts.items())] if counts else []
+    fails = failing_verdicts(regen, fail_improvements)
+    failed = {v: n for v, n in counts.items() if v in fails}
+    passed = {v: n for v, n in counts.items() if v not in fails}
+    n_failed = sum(failed.values())
+    text = f"{len(measured)} run: {len(measured) - n_failed} passed"
+    text += f", {n_failed} failed ({_counted(failed)})" if n_failed else ""
+    moved = {v: n for v, n in passed.items() if v != "pass"}
+    if moved and regen:
+        differ = sum(moved.values())
+        text += (
+            f"; vs the old baseline: {differ} differ ({_counted(moved)}), "
+            f"{passed.get('pass', 0)} unchanged (--regen-baselines accepts them)"
+        )
+    elif moved:
+        text += f" ({_counted(moved)} allowed)"
+    parts = [text]
     reused = sum(r.verdict == "reused-baseline" for r in results.values())
     missing = sum(r.verdict == "missing-baseline" for r in results.values())
     if reused:
-        parts.append(f"{reused} reused from the baseline (regen-only)")
+        parts.append(f"{reused} regen-only not run (baseline values reused)")
     if missing:
-        parts.append(f"{missing} regen-only without a baseline")
-    parts.append(f"{regressions} regression{'' if regressions == 1 else 's'}")
-    return f"{len(measured)} measured: " + " | ".join(parts)
+        parts.append(f"{missing} regen-only not run and without a baseline")
+    return " | ".join(parts)
 
 
 def bench_table(
     bench: Bench, results: Mapping[str, ConfigResult], everything: bool = False
 ) -> list[str]:
     """The terminal table of one bench: the configs that are not a plain pass (every config
-    when ``everything``), key metrics in human units and their changes; [] if none."""
+    when ``everything``), key metrics in engineering units and their changes; [] if none.
+    Configs that failed on their metrics are not in it: :func:`headline_lines` lists them."""
     columns = summary_columns(bench)
     units = {c: bench.metrics[c].unit for c in columns}
-    rows = [["verdict", "config", *columns]]  # the cells carry their (scaled) units
+    rows = [["verdict", "config", *(column_header(c, units[c]) for c in columns)]]
     for result in ordered(results):
+        if result.verdict in GATE_VERDICTS and not everything:
+            continue
         if everything or result.verdict not in ("pass", "reused-baseline"):
             cells = [metric_cell(result, name, units[name]) for name in columns]
             rows.append([result.verdict, result.config_id, *cells])
     return table(rows) if len(rows) > 1 else []
+
+
+def headline_lines(bench: Bench, results: Mapping[str, ConfigResult]) -> list[str]:
+    """One line per config that failed on its metrics, headline first, worst verdict first."""
+    moved = [r for r in ordered(results) if r.verdict in GATE_VERDICTS and r.source == "run"]
+    if not moved:
+        return []
+    width = max(len(r.verdict) for r in moved)
+    return [f"  {r.verdict.ljust(width)}  {r.config_id}: {headline_line(bench, r)}" for r in moved]
 
 
 def regen_lines(
@@ -273,8 +322,12 @@ def _delta_text(deltas: Sequence[Delta], bench: Bench | None, verbose: bool) -> 
     first = [d for d in deltas if gated(d)]
     rest = [d for d in deltas if not gated(d)]
     shown = first + rest if verbose or not first else first
+
+    def unit(d: Delta) -> str:
+        return bench.metrics[d.name].unit if bench is not None and d.name in bench.metrics else "1"
+
     text = ", ".join(
-        f"{d.name} {number(d.old)} -> {number(d.new)} ({percent(d.change)})" for d in shown
+        f"{d.name} {format_change(d.old, d.new, unit(d))} ({percent(d.change)})" for d in shown
     )
     hidden = len(deltas) - len(shown)
     if hidden:

@@ -207,6 +207,16 @@ class NpubenchSession(RunState):
 
     # -- terminal ---------------------------------------------------------------------------
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_terminal_summary")
+    def pytest_terminal_summary_first(self, terminalreporter: pytest.TerminalReporter) -> Any:
+        """Before pytest's failure sections: the what-if once, and many metric failures as
+        one line each (:meth:`~pytest_npubench.terminal.TerminalSummary.before`)."""
+        taken = None if self.is_worker else self.terminal.before(terminalreporter)
+        try:
+            return (yield)
+        finally:
+            self.terminal.restore(terminalreporter, taken)
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Per bench a table (regressions first), then what regen wrote, artifacts and errors."""
         if not self.is_worker:

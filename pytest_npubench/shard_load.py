@@ -20,6 +20,7 @@ from typing import Any
 from pytest_npubench.bench import is_real_number
 from pytest_npubench.compare import VERDICTS
 from pytest_npubench.inputs import InputError, loads, read_text, short
+from pytest_npubench.outcome import METRIC_VERDICTS
 from pytest_npubench.shard import (
     MAX_SHARD_BYTES,
     MAX_SHARDS,
@@ -202,9 +203,11 @@ def check_payload(bench: str, cid: str, text: str, bad: Any) -> dict[str, Any]:
     ):
         raise bad(where, "'changes' must be an object of metric to number or null")
     if not isinstance(comparisons, dict) or not all(
-        v in ("pass", "regression", "improved") for v in comparisons.values()
+        v in METRIC_VERDICTS for v in comparisons.values()
     ):
-        raise bad(where, "'comparisons' must be an object of metric to pass/regression/improved")
+        raise bad(
+            where, "'comparisons' must be an object of metric to " + "/".join(METRIC_VERDICTS)
+        )
     return data
 
 

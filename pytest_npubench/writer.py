@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_npubench import artifacts
+from pytest_npubench import artifacts, whatif
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
 from pytest_npubench.figure_jobs import FigureJobs
@@ -44,7 +44,7 @@ class ArtifactWriter:
                         state.fingerprint(bench),
                         state.relpath(state.baseline_path(bench)),
                         drawn.get(bench.name, []),
-                        self.baselines.whatif_lines(bench),
+                        self._whatif(bench, results),
                         self.baselines.topology_content(bench),
                     )
                 )
@@ -64,6 +64,15 @@ class ArtifactWriter:
             )
         except OSError as exc:
             state.problem(f"could not write the artifacts to {state.relpath(root)}: {exc!r}")
+
+    def _whatif(self, bench: Bench, results: Mapping[str, ConfigResult]) -> list[str]:
+        """The what-if summary of one bench (which constants, how many moved, the headline's
+        median and worst change), then which fingerprints were compared."""
+        lines = self.baselines.whatif_lines(bench)
+        if not lines:
+            return []
+        changes = whatif.constant_changes(self.baselines, bench)
+        return [*whatif.summary_lines([(bench, results, changes)]), lines[0]]
 
     def _drawn(self) -> dict[str, list[Path]]:
         """Each bench's figures: this process draws its own benches first, then takes what

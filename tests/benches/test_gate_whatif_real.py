@@ -48,7 +48,13 @@ def test_dma_setup_half_a_percent_slower_fails_the_gate_and_names_the_key(
     gated = run(args, ROOT, topology)
     assert gated.returncode == 1, gated.stdout[-3000:]
     text = gated.stdout
-    assert text.count(f"changed: dma.setup_ns {old:g} -> {new:g}") == 1, text[-3000:]
+    assert text.count(f"dma.setup_ns {old:g} -> {new:g}") == 1, text[-3000:]
     failed = int(re.search(r"(\d+) failed", text).group(1))  # type: ignore[union-attr]
     assert failed >= 1
-    assert "got worse beyond tolerance" in text
+    assert re.search(rf"gemm: \d+ run: \d+ passed, {failed} failed \({failed} regressions\)", text)
+    moved = re.search(  # the what-if's deltas: every failing config moved, all of them slower
+        r"gemm: (\d+) of \d+ configs run moved beyond tolerance; "
+        r"latency_ns: median \+[0-9.]+ %, worst \+[0-9.]+ %",
+        text,
+    )
+    assert moved is not None and int(moved.group(1)) == failed, text[-3000:]

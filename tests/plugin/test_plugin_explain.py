@@ -28,9 +28,9 @@ def test_default_explanation_lists_recorded_metrics_that_moved(project: Project)
     result.stdout.fnmatch_lines(
         [
             "toy[[]16-fast[]]: 1 gated metric(s) got worse beyond tolerance*",
-            "  latency_ns  16        32       +100.00%  1.00%      regression",
+            "  latency_ns  16 ns     32 ns    +100.00 %  1 %        regression",
             "where it came from (current vs baseline, largest change first):",
-            "  util -50.00% (0.5 -> 0.25 1)",
+            "  util -50.00 % (0.5 -> 0.25)",
         ]
     )
     assert "  util  " not in result.stdout.str()  # not a row of the gate table

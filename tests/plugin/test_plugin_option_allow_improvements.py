@@ -22,10 +22,19 @@ def test_improvement_fails_by_default_with_table_and_accept_command(
     faster_project(project)
     result = project.run("--npubench", "toy", xdist=xdist)
     result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines(  # 4 failed on metrics: one line each, the tables under -v
+        [
+            "toy: 4 run: 0 passed, 4 failed (4 improvements)",
+            "  improved  16-fast: latency_ns -50.00 % (16 ns -> 8 ns)",
+            "if every change is intended: pytest --npubench toy --regen-baselines*",
+        ]
+    )
+    result = project.run("--npubench", "toy", "-v", xdist=xdist)
+    result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(
         [
             "*toy[[]16-fast[]]: 1 gated metric(s) got better beyond tolerance*",
-            "  latency_ns  16        8        -50.00%  1.00%      improved",
+            "  latency_ns  16 ns     8 ns     -50.00 %  1 %        improved",
             "*accept it with: pytest --npubench toy --regen-baselines -k 'toy[[]16-fast[]]'",
             "*would hide a later regression of the same size*",
         ]
@@ -34,17 +43,26 @@ def test_improvement_fails_by_default_with_table_and_accept_command(
 
 
 def test_allow_improvements_flag_passes_and_lists_them(project: Project) -> None:
-    """With the flag the same improvement passes, and the terminal and summary.md say how to
-    accept it."""
+    """With the flag the same improvement passes, and the terminal, summary.md and index.html
+    count it as passed (allowed) and say how to accept it."""
     faster_project(project)
     result = project.run("--npubench", "toy", "--npubench-allow-improvements")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
-        ["improved: run --regen-baselines to accept: toy[16-fast] (latency_ns -50.00%)"]
+        [
+            "toy: 4 run: 4 passed (4 improvements allowed)",
+            "  improved  16-fast: latency_ns -50.00 % (16 ns -> 8 ns)",
+            "if every change is intended: pytest --npubench toy --regen-baselines",
+        ]
     )
     summary = project.read("npubench-artifacts/summary.md")
-    assert "| toy | `16-fast` | improved | latency_ns | 16 | 8 | -50.00% | 1.00% |" in summary
-    assert "run --regen-baselines to accept" in summary
+    assert summary.startswith(
+        "# npubench summary\n\n- **toy: 4 run: 4 passed (4 improvements allowed)**"
+    )
+    assert "| toy | `16-fast` | improved | latency_ns -50.00 % (16 ns -&gt; 8 ns) |" in summary
+    assert "accept them all with:\n\n    pytest --npubench toy --regen-baselines\n" in summary
+    html = project.read("npubench-artifacts/index.html")  # the same counts as the terminal's
+    assert "<li>toy: 4 run: 4 passed (4 improvements allowed)</li>" in html
 
 
 def test_ini_setting_allows_improvements_and_strict_overrides_it(project: Project) -> None:
@@ -65,7 +83,7 @@ def test_a_regression_still_fails_when_improvements_are_allowed(project: Project
     project.knobs(scale=1.5)
     result = project.run("--npubench", "toy", "--npubench-allow-improvements")
     result.assert_outcomes(failed=4)
-    result.stdout.fnmatch_lines(["*1 gated metric(s) got worse beyond tolerance*"])
+    result.stdout.fnmatch_lines(["  regression  16-fast: latency_ns +50.00 % (16 ns -> 24 ns)"])
 
 
 def test_changes_within_tolerance_pass(project: Project) -> None:

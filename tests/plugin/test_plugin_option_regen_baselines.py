@@ -88,7 +88,7 @@ def test_merge_reports_added_changed_unchanged_and_stale(project: Project) -> No
         [
             "wrote baselines/toy.json: 1 added, 1 changed, 0 unchanged",
             "  added: 16-slow",
-            "  changed    16-fast: throughput 10 -> 12.5 (+25.00%)",
+            "  changed    16-fast: throughput 10 GB/s -> 12.5 GB/s (+25.00 %)",
             "  kept (not run): 32-fast",
             "  stale (no such config; kept, --npubench-prune drops): 64-gone",
         ]
@@ -145,10 +145,16 @@ def test_changed_lines_put_gated_metrics_first_and_hide_the_rest_behind_v(
     project.knobs(scale=2.0, util=0.25)
     result = project.run("--regen-baselines", "-k", "16-fast")
     result.stdout.fnmatch_lines(
-        ["  changed    16-fast: latency_ns 16 -> 32 (+100.00%) (+1 ungated metric, -v lists them)"]
+        [
+            "  changed    16-fast: latency_ns 16 ns -> 32 ns (+100.00 %) "
+            "(+1 ungated metric, -v lists them)"
+        ]
     )
     project.knobs(scale=3.0, util=0.125)
     verbose = project.run("--regen-baselines", "-k", "16-fast", "-v")
     verbose.stdout.fnmatch_lines(
-        ["  changed    16-fast: latency_ns 32 -> 48 (+50.00%), util 0.25 -> 0.125 (-50.00%)"]
+        [
+            "  changed    16-fast: latency_ns 32 ns -> 48 ns (+50.00 %), "
+            "util 0.25 -> 0.125 (-50.00 %)"
+        ]
     )

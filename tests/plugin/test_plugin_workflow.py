@@ -51,11 +51,20 @@ def test_first_run_regen_pass_change_fail_regen_pass(project: Project, xdist: bo
     project.knobs(scale=1.5)
     worse = project.run("--npubench", "toy", xdist=xdist)
     worse.assert_outcomes(failed=4)
-    worse.stdout.fnmatch_lines(
+    worse.stdout.fnmatch_lines(  # 4 failed on metrics: one line each (tables under -v)
+        [
+            "toy: 4 run: 0 passed, 4 failed (4 regressions)",
+            "  regression  16-fast: latency_ns +50.00 % (16 ns -> 24 ns)",
+            "if every change is intended: pytest --npubench toy --regen-baselines*",
+        ]
+    )
+    table = project.run("--npubench", "toy", "-v", xdist=xdist)
+    table.assert_outcomes(failed=4)
+    table.stdout.fnmatch_lines(
         [
             "toy[[]16-fast[]]: 1 gated metric(s) got worse beyond tolerance*",
-            "  metric      baseline  current  change   tolerance  verdict",
-            "  latency_ns  16        24       +50.00%  1.00%      regression",
+            "  metric      baseline  current  change    tolerance  verdict",
+            "  latency_ns  16 ns     24 ns    +50.00 %  1 %        regression",
             "if the change is intended, accept it with: "
             "pytest --npubench toy --regen-baselines -k 'toy[[]16-fast[]]'",
         ]
@@ -66,7 +75,7 @@ def test_first_run_regen_pass_change_fail_regen_pass(project: Project, xdist: bo
     one.stdout.fnmatch_lines(
         [
             "wrote baselines/toy.json: 0 added, 1 changed, 0 unchanged",
-            "  changed    16-fast: latency_ns 16 -> 24 (+50.00%)",
+            "  changed    16-fast: latency_ns 16 ns -> 24 ns (+50.00 %)",
         ]
     )
     configs = project.baseline()["configs"]

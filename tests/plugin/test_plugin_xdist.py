@@ -15,7 +15,15 @@ def test_metrics_are_junitxml_properties(project: Project, xdist: bool) -> None:
     project.bench()
     result = project.run("--regen-baselines", "--junitxml=junit.xml", xdist=xdist)
     result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(["  new      32-slow  64 ns       10 GB/s"])
+    result.stdout.fnmatch_lines(
+        [
+            "  verdict  config   latency  throughput",
+            "  new      16-fast  16 ns    10 GB/s",
+            "  new      16-slow  32 ns    10 GB/s",
+            "  new      32-fast  32 ns    10 GB/s",
+            "  new      32-slow  64 ns    10 GB/s",
+        ]
+    )
     cases = {
         case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
         for case in ET.parse(project.path / "junit.xml").iter("testcase")

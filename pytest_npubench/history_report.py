@@ -20,13 +20,14 @@ from pathlib import Path
 
 from pytest_npubench.baseline import write_atomic
 from pytest_npubench.history import BenchHistory, Commit, Move
+from pytest_npubench.numbers import format_percent
 
 #: Lines drawn per panel at most; more configs are named in the page, not drawn.
 MAX_LINES = 10
 
 
 def _pct(change: float | None) -> str:
-    return "from 0" if change is None else f"{change * 100:+.3g} %"
+    return format_percent(change)  # the reports' one formatter
 
 
 def grouped(history: BenchHistory) -> list[tuple[Commit, str, list[Move]]]:

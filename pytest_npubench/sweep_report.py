@@ -19,6 +19,7 @@ import pytest
 
 from pytest_npubench.artifacts import run_metadata
 from pytest_npubench.baseline import write_atomic
+from pytest_npubench.numbers import format_value
 from pytest_npubench.sweep_runs import VariantRun
 
 #: Params that name a config's family when a bench has one (else: the param with the fewest
@@ -86,7 +87,7 @@ def _family_param(entries: Sequence[dict[str, Any]]) -> str | None:
 
 
 def _fmt(value: float, unit: str) -> str:
-    return f"{value:.3g} {unit}".strip()
+    return format_value(value, unit)  # the reports' one formatter (engineering units)
 
 
 def _x(runs: Sequence[VariantRun]) -> tuple[list[float], list[str], str]:
@@ -204,7 +205,7 @@ def table(runs: Sequence[VariantRun], heads: dict[str, list[str]]) -> str:
         metric = metrics[0]
         unit = _unit(ok[0], bench, metric)
         first = measured(ok[0], bench)
-        lines += ["", f"## {bench}: `{metric}` ({unit}) per variant", ""]
+        lines += ["", f"## {bench}: `{metric}` per variant", ""]
         lines.append("| config | " + " | ".join(r.variant.label for r in ok) + " | last / first |")
         lines.append("|---|" + "---:|" * (len(ok) + 1))
         for cid in first:

@@ -33,17 +33,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from sim.collectives.budget import collective_arguments
 from sim.collectives.catalog import build_schedule
 from sim.collectives.compile import Compiled, chunk_count
 from sim.collectives.lockstep import compile_schedule
 from sim.collectives.nvls import NVLS
 from sim.collectives.protocols import protocol_network
-from sim.collectives.run import FAST_PATHS, CollectiveRun
+from sim.collectives.run import FAST_PATHS, CollectiveRun, checked_run
 from sim.collectives.schedule import Schedule
-from sim.collectives.verify import Replayed, ReplayError, check, replay
 from sim.errors import NpuSimError
 from sim.fabric import (
     ChipGroup,
@@ -141,15 +138,15 @@ def _checked(
     schedule: Schedule, net: Network, compiled: Compiled, log: OpLog, quotient: Quotient | None
 ) -> QuotientRun:
     """:func:`sim.collectives.run.run_schedule`'s replay and check of ``log``."""
-    try:
-        final = replay(schedule, net, compiled, log)
-    except ReplayError as exc:
-        total = schedule.chips * schedule.count
-        zero = np.zeros((schedule.chips, len(compiled.bounds) - 1), np.int64)
-        zeros = Replayed(zero, zero, zero)
-        return QuotientRun(schedule, net, compiled, log, total, str(exc), zeros, quotient=quotient)
-    wrong, problem = check(schedule, compiled.bounds, final)
-    return QuotientRun(schedule, net, compiled, log, wrong, problem, final, quotient=quotient)
+    return checked_run(
+        schedule,
+        net,
+        compiled,
+        log,
+        lambda wrong, problem, final: QuotientRun(
+            schedule, net, compiled, log, wrong, problem, final, quotient=quotient
+        ),
+    )
 
 
 FAST_PATHS.append(product_run)

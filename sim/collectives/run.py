@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -192,15 +192,37 @@ def run_schedule(
     log = simulate_fabric(net, compiled.program)
     if launch:
         log = dataclasses.replace(log, start=log.start + launch, end=log.end + launch)
+    return checked_run(
+        schedule,
+        net,
+        compiled,
+        log,
+        lambda wrong, problem, final: CollectiveRun(
+            schedule, net, compiled, log, wrong, problem, final, protocol, launch
+        ),
+    )
+
+
+R = TypeVar("R", bound="CollectiveRun")
+
+
+def checked_run(
+    schedule: Schedule,
+    net: Network,
+    compiled: Compiled,
+    log: OpLog,
+    make: Callable[[int, str, Replayed], R],
+) -> R:
+    """``log``'s data replayed and checked; ``make(wrong, problem, final)`` builds the run (a
+    replay that cannot finish counts every element wrong and says why)."""
     try:
         final = replay(schedule, net, compiled, log)
     except ReplayError as exc:
         total = schedule.chips * schedule.count
         zero = np.zeros((schedule.chips, len(compiled.bounds) - 1), np.int64)
-        zeros = Replayed(zero, zero, zero)
-        return CollectiveRun(schedule, net, compiled, log, total, str(exc), zeros, protocol, launch)
+        return make(total, str(exc), Replayed(zero, zero, zero))
     wrong, problem = check(schedule, compiled.bounds, final)
-    return CollectiveRun(schedule, net, compiled, log, wrong, problem, final, protocol, launch)
+    return make(wrong, problem, final)
 
 
 def allreduce(

@@ -16,6 +16,7 @@ index.html and (with --regen-baselines) the baselines are what one unsharded run
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -107,7 +108,8 @@ def merge(argv: Sequence[str]) -> int:
     command = list(shards[0].args)  # checked against the allow-list by load_shards
     if args.npubench_artifacts is not None:
         command.append(f"--npubench-artifacts={args.npubench_artifacts}")
-    return int(pytest.main(command, plugins=[MergeReplay(shards, args.recheck)]))
+    invocation = "python -m pytest_npubench " + shlex.join(argv)
+    return int(pytest.main(command, plugins=[MergeReplay(shards, args.recheck, invocation)]))
 
 
 def _sweep_merge(argv: Sequence[str]) -> int:

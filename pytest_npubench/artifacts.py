@@ -118,12 +118,16 @@ def _sorted_keys(value: Any) -> Any:
     return value
 
 
-def run_metadata(args: Sequence[str], rootdir: Path) -> dict[str, Any]:
+def run_metadata(
+    args: Sequence[str], rootdir: Path, invocation: str | None = None
+) -> dict[str, Any]:
     """What produced a results.json: the command (without options that say how or where it ran,
-    so -n 0, -n 2, sharded and merged runs write the same bytes), the git commit if any, and
-    the versions that matter."""
+    so -n 0, -n 2, sharded and merged runs agree on it), the invocation as typed (``-n auto``,
+    shards and artifact folders included: ADR 0030), the git commit if any, and the versions
+    that matter."""
     return {
         "command": "pytest " + shlex.join(canonical_args(args)),
+        "invocation": invocation if invocation is not None else "pytest " + shlex.join(args),
         "commit": _git_commit(rootdir),
         "versions": {
             "pytest-npubench": _version("pytest-npubench"),

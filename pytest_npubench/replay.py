@@ -33,9 +33,15 @@ DEFAULT_RECHECK = 2
 class MergeReplay:
     """The plugin ``merge`` hands to :func:`pytest.main`; see the module docstring."""
 
-    def __init__(self, shards: Sequence[ShardFile], recheck: int | None = DEFAULT_RECHECK) -> None:
+    def __init__(
+        self,
+        shards: Sequence[ShardFile],
+        recheck: int | None = DEFAULT_RECHECK,
+        invocation: str | None = None,
+    ) -> None:
         self.shards = list(shards)
         self.recheck = recheck  # None: every config
+        self.invocation = invocation  # the merge's command line, for results.json
         self.payloads: dict[str, dict[str, str]] = {}
         for shard in self.shards:
             for bench, payloads in shard.results.items():

@@ -48,7 +48,12 @@ class ArtifactWriter:
                         self.baselines.topology_content(bench),
                     )
                 )
-        run = artifacts.run_metadata(state.config.invocation_params.args, state.config.rootpath)
+        merge = state.config.pluginmanager.get_plugin("npubench-merge")  # replay.PLUGIN_NAME
+        run = artifacts.run_metadata(
+            state.config.invocation_params.args,
+            state.config.rootpath,
+            getattr(merge, "invocation", None),
+        )
         if state.interrupted:
             run["interrupted"] = True
         try:

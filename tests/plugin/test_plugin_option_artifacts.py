@@ -127,8 +127,9 @@ def test_two_word_artifacts_folder_outside_the_project_is_refused_with_the_fix(
 
 
 def test_results_json_has_run_metadata_integers_and_natural_id_order(project: Project) -> None:
-    """results.json says what produced it (command without xdist options, commit or null,
-    versions), keeps whole-number metrics as integers and lists ids 2, 10, 100 in that order."""
+    """results.json says what produced it (command without xdist options, the invocation as
+    typed, -n included (issue 27), commit or null, versions), keeps whole-number metrics as
+    integers and lists ids 2, 10, 100 in that order."""
     project.write(
         "benches/toy.py",
         """\
@@ -152,6 +153,7 @@ def test_results_json_has_run_metadata_integers_and_natural_id_order(project: Pr
     data = project.results()
     run = data["run"]
     assert run["command"] == "pytest -p no:hypothesispytest --regen-baselines"
+    assert run["invocation"] == "pytest -p no:hypothesispytest --regen-baselines -n 0"
     assert "commit" in run and run["versions"]["pytest-npubench"]
     assert set(run["versions"]) == {"pytest-npubench", "pytest", "numpy", "python"}
     toy = data["benches"]["toy"]

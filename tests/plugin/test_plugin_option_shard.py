@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from toyproject import Project, output
+from toyproject import Project, output, same_run
 
 from pytest_npubench.shard import partition
 
@@ -25,7 +25,7 @@ FILES = [
 
 
 def snapshot(project: Project) -> dict[str, bytes]:
-    return {f: (project.path / f).read_bytes() for f in FILES}
+    return {f: same_run(f, (project.path / f).read_bytes()) for f in FILES}
 
 
 def merge(project: Project, *args: str) -> pytest.RunResult:
@@ -82,13 +82,17 @@ def test_merge_of_a_gate_failure_fails_like_the_unsharded_run(project: Project) 
     prepared(project)
     whole = project.run("--npubench", "toy")
     whole.assert_outcomes(failed=3, skipped=1)
-    results = project.read("npubench-artifacts/results.json")
+    name = "npubench-artifacts/results.json"
+    results = same_run(name, (project.path / name).read_bytes())
     shutil.rmtree(project.path / "npubench-artifacts")
     for k in (1, 2):
         project.run("--npubench", "toy", f"--npubench-shard={k}/2", f"--npubench-artifacts=s{k}")
     merged = merge(project, "s1", "s2")
     assert merged.ret == pytest.ExitCode.TESTS_FAILED
-    assert project.read("npubench-artifacts/results.json") == results
+    assert same_run(name, (project.path / name).read_bytes()) == results
+    run = project.results()["run"]
+    assert run["invocation"] == "python -m pytest_npubench merge s1 s2"
+    assert run["command"] == "pytest -p no:hypothesispytest --npubench toy"
 
 
 @pytest.mark.parametrize(

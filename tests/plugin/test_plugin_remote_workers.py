@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from toyproject import Project, output
+from toyproject import Project, output, same_run
 
 COMPARED = (
     "npubench-artifacts/results.json",
@@ -57,7 +57,7 @@ def test_loopback_socket_workers_equal_n0(
     before = files(remote)
 
     project.run("--regen-baselines").assert_outcomes(passed=4)
-    serial = {f: (project.path / f).read_bytes() for f in COMPARED}
+    serial = {f: same_run(f, (project.path / f).read_bytes()) for f in COMPARED}
     (project.path / "baselines/toy.json").write_text(measured)
     shutil.rmtree(project.path / "npubench-artifacts")
 
@@ -84,6 +84,7 @@ def test_loopback_socket_workers_equal_n0(
         server.kill()
         server.wait(timeout=10)
     result.assert_outcomes(passed=4)
-    assert {f: (project.path / f).read_bytes() for f in COMPARED} == serial, output(result)
+    remote_run = {f: same_run(f, (project.path / f).read_bytes()) for f in COMPARED}
+    assert remote_run == serial, output(result)
     gained = {f for f in files(remote) - before if not f.startswith(("pytest/", "_pytest/"))}
     assert not gained, gained  # (xdist copies pytest itself to a socket worker; nothing else)

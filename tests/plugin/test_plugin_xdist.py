@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
-from toyproject import Project, output
+from toyproject import Project, output, same_run
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["-n0", "-n2"])
@@ -83,10 +83,11 @@ def test_under_xdist_two_benches_are_drawn_by_two_processes_with_the_same_bytes(
         art = project.path / "npubench-artifacts"
         pids[xdist] = {project.read(f"npubench-artifacts/{b}/pid.txt") for b in ("alpha", "beta")}
         files[xdist] = {
-            p.relative_to(art).as_posix(): p.read_bytes()
+            p.relative_to(art).as_posix(): same_run(p.name, p.read_bytes())
             for p in sorted(art.rglob("*"))
             if p.is_file() and p.name != "pid.txt"
         }
+        assert ("-n 2" in project.results()["run"]["invocation"]) == xdist
     assert len(pids[False]) == 1  # -n 0: one process drew both
     assert len(pids[True]) == 2  # -n 2: two processes, at the same time
     assert "alpha/latency.png" in files[True] and "beta/latency.png" in files[True]

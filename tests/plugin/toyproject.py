@@ -7,6 +7,7 @@ subprocess, which is how xdist has to be driven from pytester.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -137,3 +138,17 @@ def assert_no_plugin_traceback(result: pytest.RunResult) -> None:
     text = output(result)
     assert "pytest_npubench/" not in text, text
     assert "INTERNALERROR" not in text, text
+
+
+_INVOCATION = re.compile(rb'^ *"invocation": "[^"\n]*",\n', re.MULTILINE)
+
+
+def same_run(name: str, data: bytes) -> bytes:
+    """An artifact's bytes as runs of the same command compare them: results.json without its
+    one ``run.invocation`` line (how the run was typed: ``-n``, shards, a merge; ADR 0030),
+    every other byte kept."""
+    if not name.endswith("results.json"):
+        return data
+    stripped, count = _INVOCATION.subn(b"", data)
+    assert count == 1, f"{name}: expected one run.invocation line, found {count}"
+    return stripped

@@ -41,6 +41,7 @@ h1 { margin-bottom: .2em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: 
 table { border-collapse: collapse; margin: .6em 0 1.2em; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
 th:first-child, td:first-child, td.id { text-align: left; }
+table.text th, table.text td { text-align: left; }
 tr.regression td, tr.failed-check td, tr.error td { background: #fdecea; }
 tr.improved td { background: #eaf6ea; } tr.new td { background: #fff7e0; }
 .card { border: 1px solid #e3b3ae; border-radius: 6px; padding: .4em 1em; margin: .8em 0; }
@@ -205,7 +206,7 @@ def _failure_overview(failing: Sequence[tuple[Bench, ConfigResult]]) -> list[str
         if names
         else ""
     )
-    return ['<h2 id="failures">Failures</h2>', _table(rows), accept]
+    return ['<h2 id="failures">Failures</h2>', _table(rows, text=True), accept]
 
 
 def _failure_card(
@@ -331,9 +332,11 @@ def _timeline(link: str, drawn: Collection[str]) -> str | None:
     return link[: -len(".json")] + ".png" if link.endswith(".json") and link in drawn else None
 
 
-def _table(rows: Sequence[Sequence[str]]) -> str:
+def _table(rows: Sequence[Sequence[str]], text: bool = False) -> str:
+    """A table; ``text``: its cells are words, not numbers, so every column is left-aligned."""
     head, *body = rows
-    out = ["<table>", "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
+    start = '<table class="text">' if text else "<table>"
+    out = [start, "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
     out += ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in body]
     out.append("</table>")
     return "\n".join(out)

@@ -91,6 +91,9 @@ def test_regressions_come_first_with_their_explanation(project: Project) -> None
     assert overview < first_card and "<details" in html[overview:first_card]
     assert first_card < html.index('<h2 id="toy">') < html.index("<img")
     assert "util -50.00 % (0.5 -&gt; 0.25)" in html[first_card:]
+    # the overview is text (ids, verdicts, sentences): left-aligned, unlike the number tables
+    assert '<table class="text">' in html[overview:first_card]
+    assert "table.text th, table.text td { text-align: left; }" in html
 
 
 def test_page_is_identical_under_xdist(project: Project) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from toyproject import Project, output
+from toyproject import Project, output, same_run
 
 
 def test_baseline_file_is_made_for_review_in_a_diff(project: Project) -> None:
@@ -116,7 +116,8 @@ def test_baselines_and_artifacts_are_byte_identical_under_n0_and_n2(
     project: Project, pytester: pytest.Pytester
 ) -> None:
     """The controller alone writes; -n 0 and -n 2 produce the same baseline, results.json,
-    summary.md and PNG bytes, and leave no temp files."""
+    summary.md and PNG bytes (all but results.json's run.invocation line: ADR 0030), and
+    leave no temp files."""
     project.bench(regen_only=True, figures=True)
     files = [
         "baselines/toy.json",
@@ -125,13 +126,13 @@ def test_baselines_and_artifacts_are_byte_identical_under_n0_and_n2(
         "npubench-artifacts/toy/latency.png",
     ]
     project.run("--regen-baselines").assert_outcomes(passed=4)
-    serial = {f: (project.path / f).read_bytes() for f in files}
+    serial = {f: same_run(f, (project.path / f).read_bytes()) for f in files}
     for f in files:
         (project.path / f).unlink()
 
     parallel = project.run("--regen-baselines", xdist=True)
     parallel.assert_outcomes(passed=4)
-    assert {f: (project.path / f).read_bytes() for f in files} == serial
+    assert {f: same_run(f, (project.path / f).read_bytes()) for f in files} == serial
     assert not list((project.path / "baselines").glob(".*.tmp")), output(parallel)
 
 

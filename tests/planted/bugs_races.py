@@ -49,7 +49,33 @@ def _ag_rs_second_half_waits_first() -> None:
     b._Builder.land = patched_land  # type: ignore[method-assign]
 
 
+def _ccl_send_reads_before_the_reduction() -> None:
+    """ccl: a reduce-scatter step's send forwards the chunk the step before *received*, waiting
+    for its arrival instead of its reduction (recvReduceSend waiting on the recv): it reads the
+    buffer before the previous step's sum is in it. The reduction ends one burst after the
+    arrival and the send's last byte leaves far later, so the replay still reads the sum
+    where the chunks are large."""
+    import dataclasses
+
+    import sim.collectives.lockstep as lockstep
+    from sim.fabric import REDUCTION, TRANSFER
+
+    build = lockstep.fabric_program
+
+    def early_sends(schedule):  # type: ignore[no-untyped-def]
+        compiled = build(schedule)
+        prog = compiled.program
+        deps = list(prog.deps)
+        for i, kind in enumerate(prog.kind):
+            if kind == TRANSFER and deps[i] and all(prog.kind[d] == REDUCTION for d in deps[i]):
+                deps[i] = tuple(sorted({prog.consumes[d] for d in deps[i]}))
+        return dataclasses.replace(compiled, program=dataclasses.replace(prog, deps=deps))
+
+    lockstep.fabric_program = early_sends
+
+
 BUGS: dict[str, Bug] = {
     "tp-gemm-ar-gated-on-neighbour": _gemm_ar_gated_on_neighbour,
     "tp-ag-rs-second-half-waits-first": _ag_rs_second_half_waits_first,
+    "ccl-send-reads-before-the-reduction": _ccl_send_reads_before_the_reduction,
 }

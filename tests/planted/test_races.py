@@ -42,3 +42,22 @@ def test_an_ag_rs_half_waiting_on_the_other_halfs_gemm_fails_naming_both_ops(
     assert "race: reduce op" in out and "does not depend on gemm2 op" in out, out[-3000:]
     # the compute-bound replay shows the wrong data as well
     assert "#wrong = " in out, out[-3000:]
+
+
+CCL = ("-k", "reduce_scatter-switch-p8-ring-1MiB or switch-p8-ring-16MiB")
+
+
+def test_a_ccl_send_forwarding_before_the_reduction_fails_naming_both_ops(tmp_path: Path) -> None:
+    """The data of both configs comes out right (the reduction ends one burst after the
+    arrival, long before the send's last byte leaves), so the replay passes them; the
+    dependency check of every ccl run names the send and the reduction it skipped."""
+    clean = run_gate(None, "ccl", *CCL, tmp_path=tmp_path / "clean")
+    assert clean.returncode == 0, clean.stdout[-3000:]
+    result = run_gate("ccl-send-reads-before-the-reduction", "ccl", *CCL, tmp_path=tmp_path)
+    assert result.returncode == 1, result.stdout[-3000:]
+    out = result.stdout
+    assert out.count("dependency check: race: transfer op 128 (chip 0 -> chip 1, step 1") == 2, out[
+        -3000:
+    ]
+    assert "does not depend on reduction op 71 on chip 0 (step 0" in out, out[-3000:]
+    assert "#wrong" not in out, out[-3000:]

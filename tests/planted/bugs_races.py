@@ -74,8 +74,28 @@ def _ccl_send_reads_before_the_reduction() -> None:
     lockstep.fabric_program = early_sends
 
 
+def _gemm_a_load_ignores_its_buffers_reader() -> None:
+    """GEMM, the streaming modes: a tile-op's A load does not wait for the fetch that last
+    read its buffer (tile-op ``i - buffers``'s), only its B load does, so A's buffer can be
+    overwritten before its reader fetched it. The replay's WAR check names A's buffer and
+    both ops in every streamed config, the compute-bound ones included."""
+    import sim.gemm.blocks as blocks
+    from sim.core import Op
+
+    load = blocks.BlockBuilder._load_tile
+
+    def patched(self, ops, acc, i, freed_by):  # type: ignore[no-untyped-def]
+        load(self, ops, acc, i, freed_by)
+        if freed_by >= 0:
+            a = ops[-2]
+            ops[-2] = tuple.__new__(Op, (a[0], a[1], (), *a[3:]))
+
+    blocks.BlockBuilder._load_tile = patched  # type: ignore[method-assign]
+
+
 BUGS: dict[str, Bug] = {
     "tp-gemm-ar-gated-on-neighbour": _gemm_ar_gated_on_neighbour,
     "tp-ag-rs-second-half-waits-first": _ag_rs_second_half_waits_first,
     "ccl-send-reads-before-the-reduction": _ccl_send_reads_before_the_reduction,
+    "gemm-a-load-ignores-its-buffers-reader": _gemm_a_load_ignores_its_buffers_reader,
 }

@@ -61,3 +61,20 @@ def test_a_ccl_send_forwarding_before_the_reduction_fails_naming_both_ops(tmp_pa
     ]
     assert "does not depend on reduction op 71 on chip 0 (step 0" in out, out[-3000:]
     assert "#wrong" not in out, out[-3000:]
+
+
+GEMM = ("-k", "128x128x128-double_buffer-systolic or 512x4096x32-resident-systolic")
+
+
+def test_a_gemm_a_load_that_does_not_wait_for_its_buffers_reader_fails_naming_a(
+    tmp_path: Path,
+) -> None:
+    """The compute-bound double_buffer config (the PE the bottleneck, the loads ahead) replays
+    its data and fails with a WAR hazard naming A's buffer; resident loads no tiles."""
+    clean = run_gate(None, "gemm", *GEMM, tmp_path=tmp_path / "clean")
+    assert clean.returncode == 0, clean.stdout[-3000:]
+    result = run_gate("gemm-a-load-ignores-its-buffers-reader", "gemm", *GEMM, tmp_path=tmp_path)
+    assert result.returncode == 1, result.stdout[-3000:]
+    out = result.stdout
+    assert "1 failed" in out and "128x128x128-double_buffer-systolic" in out, out[-3000:]
+    assert "data check: WAR hazard" in out and "(A buffer 0)" in out, out[-3000:]

@@ -246,6 +246,26 @@ SWEEP = [
     for chips, sizes in (([GATED_CHIPS], SIZES), (MORE_CHIPS, MORE_SIZES))
 ]
 
+#: the two-chip cases of the alpha-beta check (:mod:`benches._alpha_beta`: one message each
+#: way, no contention), gated: without them it times sendrecv alone
+SWEEP += [
+    Sweep(
+        {
+            "collective": [c],
+            "topology": ["fully_connected", "switch"],
+            "chips": [2],
+            "algorithm": algorithms,
+            "size": [64 * 1024, 4 * 1024 * 1024],
+        },
+        gated=True,
+    )
+    for c, algorithms in (
+        ("allreduce", ["direct"]),
+        ("reduce", ["direct"]),
+        ("broadcast", ["direct", "ring"]),
+    )
+]
+
 BENCH = Bench(
     name="ccl",
     sweep=SWEEP,

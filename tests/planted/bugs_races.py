@@ -93,9 +93,32 @@ def _gemm_a_load_ignores_its_buffers_reader() -> None:
     blocks.BlockBuilder._load_tile = patched  # type: ignore[method-assign]
 
 
+def _ccl_ring_quotient_rings_mixed_up() -> None:
+    """ccl, the symmetric ring fast path: from the second step on, each ring-1 send of chip
+    0's quotient program waits for the ring-0 receive of its chunk instead of its own ring's
+    (an index off by one between the interleaved rings). The data the sends forward is
+    usually there anyway: the replay passes the large and the all-gather configs."""
+    import sim.collectives.fast as fast
+    from sim.fabric import TRANSFER
+
+    build = fast.quotient_program
+
+    def patched(case):  # type: ignore[no-untyped-def]
+        prog = build(case)
+        per_step = 4 * len(case.sizes)
+        for i, kind in enumerate(prog.kind):
+            step, rest = divmod(i, per_step)
+            if kind == TRANSFER and step >= 1 and rest % 2 == 1 and prog.deps[i]:
+                prog.deps[i] = tuple(d - 1 for d in prog.deps[i])
+        return prog
+
+    fast.quotient_program = patched
+
+
 BUGS: dict[str, Bug] = {
     "tp-gemm-ar-gated-on-neighbour": _gemm_ar_gated_on_neighbour,
     "tp-ag-rs-second-half-waits-first": _ag_rs_second_half_waits_first,
     "ccl-send-reads-before-the-reduction": _ccl_send_reads_before_the_reduction,
+    "ccl-ring-quotient-rings-mixed-up": _ccl_ring_quotient_rings_mixed_up,
     "gemm-a-load-ignores-its-buffers-reader": _gemm_a_load_ignores_its_buffers_reader,
 }

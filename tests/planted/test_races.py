@@ -63,6 +63,22 @@ def test_a_ccl_send_forwarding_before_the_reduction_fails_naming_both_ops(tmp_pa
     assert "#wrong" not in out, out[-3000:]
 
 
+SYMMETRIC = ("-k", "ring-p8-ring-16MiB or all_gather-ring-p8-ring-1MiB")
+
+
+def test_a_race_in_the_ring_fast_paths_quotient_fails_naming_chip_0s_ops(tmp_path: Path) -> None:
+    """Both configs run the symmetric fast path (chip 0's quotient program); its replay
+    passes them, the quotient's dependency check (paths counting their turns) does not."""
+    result = run_gate("ccl-ring-quotient-rings-mixed-up", "ccl", *SYMMETRIC, tmp_path=tmp_path)
+    assert result.returncode == 1, result.stdout[-3000:]
+    out = result.stdout
+    named = "dependency check: race: transfer op 17 (chip 0 -> chip 0's predecessor, step 1"
+    assert out.count(named) == 2, out[-3000:]
+    assert "does not depend on reduction op 9 on chip 0" in out, out[-3000:]
+    assert "does not depend on copy op 9 on chip 0" in out, out[-3000:]
+    assert "#wrong" not in out, out[-3000:]
+
+
 GEMM = ("-k", "128x128x128-double_buffer-systolic or 512x4096x32-resident-systolic")
 
 

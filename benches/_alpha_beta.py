@@ -21,11 +21,30 @@ to chip ``c+1`` at once, each over its own links, so nothing contends) on ``ring
 
 where ``hops`` is 1 on a ring or fully connected (neighbours), 2 through a switch (up and
 down), and on a ``rows x cols`` torus 2 when ``c+1`` starts a new row (one hop along the row
-wrap, one along the column), else 1. It applies when the message is link-bound (``beta <=
-B_hbm / 2``: the chip's HBM reads the send and writes the receive, so it never holds the link
-back), every chunk of the message has its staging buffer at once (``n <= staging_buffers x
-chunk_kib``: no credit waits), the topology is one level (no ``chips.dimensions``) and the
-collectives are neutral (no protocol, channels or step cost; a launch only shifts the start).
+wrap, one along the column), else 1.
+
+On two chips ``broadcast`` (``direct``, ``ring``), ``reduce`` and ``allreduce`` (``direct``)
+are one message each way too (root to chip 1; chip 1 to the root; each chip to the other),
+and the same form holds with the receiver's tail its own: a copy's last burst through HBM,
+or a reduction's last burst, ``max(burst / R, 2 burst / B_hbm)`` (the reduce engine, and
+HBM reading and writing the accumulator: ADR 0016, the streaming granule of
+``sim.fabric.holds``):
+
+    T = launch + hops x alpha + n / beta + tail
+
+It applies when the message is link-bound: the reduce engine is at least as fast as the
+link, and the HBM never holds the link back, ``beta x m <= B_hbm`` with ``m`` the bytes one
+chip's HBM moves per byte on the link (sendrecv 2: it reads its send and writes its receive;
+broadcast 1, reduce 2 on the root, a 2-chip allreduce 3: the send, and the reduction's read
+and write); every chunk of the message has its staging buffer at once (``n <=
+staging_buffers x chunk_kib``: no credit waits); the topology is one level (no
+``chips.dimensions``) and the collectives are neutral (no protocol, channels or step cost;
+a launch only shifts the start). A broadcast or reduce on more chips is not one message:
+the root's HBM serves ``p - 1`` sends, its downlink ``p - 1`` receives; a ring allreduce of
+two chips is two steps.
+
+A failure reads the difference in the formula's terms (:meth:`AlphaBeta.explain`): a whole
+number of hop latencies (a hop charged twice), or of messages at the link rate.
 
 **Exactness.** Each chunk's link time is a whole number of ps rounded up, so when ``1000 /
 link_bw_gbs`` ps per byte is an integer (every topology in this repository: 50 GB/s is 20 ps
@@ -53,6 +72,22 @@ class AlphaBeta:
     time_ps: int
     tolerance_ps: int
     formula: str
+    alpha_ps: int = 0  # one hop's latency (the alpha term)
+    wire_ps: int = 0  # the message's bytes at the link rate (the beta term)
+
+    def explain(self, off: int) -> str:
+        """A difference read in the formula's terms: whole hop latencies, or whole messages
+        at the link rate (what an engine bug that moves one term gives)."""
+        for name, unit in (("the hop latency alpha", self.alpha_ps), ("n / beta", self.wire_ps)):
+            if unit and off and abs(off) > self.tolerance_ps and off % unit == 0:
+                return (
+                    f" = {off // unit:+d} x {name} ({unit} ps): a hop latency charged "
+                    f"{'once too often' if off > 0 else 'too rarely'} on the way"
+                    if unit == self.alpha_ps
+                    else f" = {off // unit:+d} x {name} ({unit} ps): the message's bytes "
+                    "crossed a link at the wrong rate"
+                )
+        return ""
 
 
 def _gbs(value: float) -> Fraction:
@@ -69,32 +104,59 @@ def _neighbour_hops(shape: str, chips: int, torus: tuple[int, int]) -> int:
     return 1  # ring, fully_connected: neighbours are one link apart
 
 
+#: (collective, algorithm) -> what its one message's receiver does with it: the cases
+#: this module times, each only where it is one message each way (module docstring)
+ONE_MESSAGE = {
+    ("sendrecv", "direct"): "copy",
+    ("broadcast", "direct"): "copy",
+    ("broadcast", "ring"): "copy",
+    ("reduce", "direct"): "reduce",
+    ("allreduce", "direct"): "reduce",
+}
+
+
 def alpha_beta(topo: Topology, collective: str, algorithm: str, nbytes: int) -> AlphaBeta | None:
     """The textbook time of this call, or None when it is not a case this module covers."""
     chips = topo.chips
-    if collective != "sendrecv" or algorithm != "direct" or chips.count < 2 or nbytes <= 0:
+    tail = ONE_MESSAGE.get((collective, algorithm))
+    p = chips.count
+    if tail is None or p < 2 or nbytes <= 0 or (collective != "sendrecv" and p != 2):
         return None
     if chips.dimensions or _neutral(topo.collectives) is False:
         return None
     beta, hbm = _gbs(chips.link_bw_gbs), _gbs(topo.hbm.hbm_to_router_bw_gbs)
+    reduce = _gbs(chips.reduce_gbs)
     chunk = chips.chunk_kib * 1024
-    if beta > hbm / 2 or nbytes > chips.staging_buffers * chunk:
+    # what one chip's HBM moves per byte on the link: sendrecv and a 2-chip allreduce read
+    # the send and write (a reduction: read and write) the receive, a broadcast or reduce
+    # reads on one chip and writes on the other
+    per_byte = {"sendrecv": 2, "allreduce": 3, "reduce": 2, "broadcast": 1}[collective]
+    if beta * per_byte > hbm or nbytes > chips.staging_buffers * chunk:
+        return None
+    if tail == "reduce" and reduce < beta:
         return None
     alpha_ps = round(chips.link_latency_ns * 1000)
-    hops = _neighbour_hops(chips.topology, chips.count, tuple(chips.torus_dims))  # type: ignore[arg-type]
+    hops = _neighbour_hops(chips.topology, p, tuple(chips.torus_dims))  # type: ignore[arg-type]
     wire = Fraction(nbytes * 1000) / beta
     grain = min(topo.hbm.burst_bytes, nbytes)
-    tail = Fraction(grain * 1000) / hbm
+    if tail == "copy":  # the copy's last burst into HBM
+        last = Fraction(grain * 1000) / hbm
+        how = f"one burst {grain} B / HBM {topo.hbm.hbm_to_router_bw_gbs} GB/s"
+    else:  # the reduction's last burst: reduce engine, or read and written in HBM
+        last = max(Fraction(grain * 1000) / reduce, Fraction(2 * grain * 1000) / hbm)
+        how = (
+            f"one reduced burst max({grain} B / reduce {chips.reduce_gbs} GB/s, 2 x {grain} B "
+            f"/ HBM {topo.hbm.hbm_to_router_bw_gbs} GB/s)"
+        )
     launch = round(topo.collectives.launch_ns * 1000)
-    exact = (Fraction(1000) / beta).denominator == 1 and tail.denominator == 1
+    exact = (Fraction(1000) / beta).denominator == 1 and last.denominator == 1
     k = 2 * max(-(-nbytes // chunk), max(1, chips.staging_buffers // 2))
-    time_ps = launch + hops * alpha_ps + math.ceil(wire) + math.ceil(tail)
+    time_ps = launch + hops * alpha_ps + math.ceil(wire) + math.ceil(last)
     formula = (
         f"launch {launch} + {hops} hop(s) x alpha {alpha_ps} + n {nbytes} B / beta "
-        f"{chips.link_bw_gbs} GB/s + one burst {grain} B / HBM {topo.hbm.hbm_to_router_bw_gbs} "
-        "GB/s"
+        f"{chips.link_bw_gbs} GB/s + {how}"
     )
-    return AlphaBeta(time_ps, 0 if exact else k, formula)
+    return AlphaBeta(time_ps, 0 if exact else k, formula, alpha_ps, math.ceil(wire))
 
 
 def _neutral(cfg: CollectivesConfig) -> bool:
@@ -119,5 +181,5 @@ def check_alpha_beta(
     return [
         f"alpha-beta check: {collective} on {topo.chips.topology} x{topo.chips.count} took "
         f"{time_ps} ps, its textbook time is {want.time_ps} ps{tol} = {want.formula}; "
-        f"off by {time_ps - want.time_ps:+d} ps"
+        f"off by {time_ps - want.time_ps:+d} ps{want.explain(time_ps - want.time_ps)}"
     ]

@@ -9,7 +9,14 @@ program each config builds and fails for a path no gated config takes).
   ``prefetch``): 32x2112x32, 33 tile-ops per output tile, a chunk of 32 and a last chunk of
   one (only ``resident``'s panel mode ran chunks in a gated config, whole ones);
 - ``resident``'s panel mode whose rows the fast path jumps, beyond the data replay's
-  ``FUNCTIONAL_MAX_TILE_OPS``: 2048x1024x1024, 32768 tile-ops in about 20 ms.
+  ``FUNCTIONAL_MAX_TILE_OPS``: 2048x1024x1024, 32768 tile-ops in about 20 ms;
+- a compute-bound run whose data is replayed, for the overlap modes that had none
+  (``double_buffer``: every tile-PE config is DMA-bound, the PE's 16 ns a tile-op against
+  the DMA's 32; ``resident``'s panel mode: HBM-bound): on the systolic PE (``os``, named so
+  that it runs beside the variant :mod:`benches._gemm_systolic` pairs) the loads run ahead
+  of the compute, where a load that overwrites a buffer still to be read shows in the data.
+  128x128x128 ``double_buffer`` (32 tile-ops) and 512x4096x32 ``resident`` (panels, 1024
+  tile-ops, the cheapest compute-bound panel shape: about 0.25 s).
 """
 
 from __future__ import annotations
@@ -35,4 +42,11 @@ SWEEP = [
         gated=True,
     ),
     Sweep({"shape": [(2048, 1024, 1024)], "variant": ["resident"], "pe": ["tile"]}, gated=True),
+    *(
+        Sweep(
+            {"shape": [shape], "variant": [variant], "pe": ["systolic"], "dataflow": ["os"]},
+            gated=True,
+        )
+        for shape, variant in (((128, 128, 128), "double_buffer"), ((512, 4096, 32), "resident"))
+    ),
 ]

@@ -23,9 +23,11 @@ chip 0), what each chip sends in sendrecv.
 Each config simulates one collective (``sim.collectives``), checks it like nccl-tests
 (``#wrong`` from a replay of the op log must be 0) and against lower bounds no schedule of
 that collective can beat (``sim.collective_bounds``), and sets the analytic model
-(``sim.collective_model``) beside it. Byte and record counters are gated exactly (tolerance
-0), the time at 0.1 %. Bandwidths follow nccl-tests: ``algbw = bytes / time``, ``busbw =
-algbw * factor`` with its factors (``2(p-1)/p`` allreduce, ``(p-1)/p`` all_gather,
+(``sim.collective_model``) beside it. The program it timed must order every op after the
+ops that produced its data (``CollectiveRun.dependency_race``, from the dependency graph, no
+timing: a race the symmetric timing hides fails here). Byte and record counters are gated
+exactly (tolerance 0), the time at 0.1 %. Bandwidths follow nccl-tests: ``algbw = bytes /
+time``, ``busbw = algbw * factor`` with its factors (``2(p-1)/p`` allreduce, ``(p-1)/p`` all_gather,
 reduce_scatter and alltoall, 1 broadcast, reduce and sendrecv), GB = 1e9 bytes. Everything
 hardware comes from the topology file; the sweep only overrides the chip count and
 interconnect (``Topology.replace_chips``).
@@ -154,6 +156,10 @@ def run(params: dict[str, Any]) -> Result:
         "bound_ns": bounds.time_ps / 1000,
         "algo_bound_busbw_gbs": algo_bound,
     }
+    # the timed program's dependency graph orders every producer before its consumers
+    race = sim_run.dependency_race()
+    if race:
+        problems.append(f"dependency check: {race}")
     # derived metrics, each link record, the alpha-beta time (issue 26)
     problems += ccl_invariants(sim_run, metrics, params, topo, (moved, resource_ps))
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
@@ -238,6 +244,26 @@ SWEEP = [
     for c in MORE_COLLECTIVES
     for t in TOPOLOGIES
     for chips, sizes in (([GATED_CHIPS], SIZES), (MORE_CHIPS, MORE_SIZES))
+]
+
+#: the two-chip cases of the alpha-beta check (:mod:`benches._alpha_beta`: one message each
+#: way, no contention), gated: without them it times sendrecv alone
+SWEEP += [
+    Sweep(
+        {
+            "collective": [c],
+            "topology": ["fully_connected", "switch"],
+            "chips": [2],
+            "algorithm": algorithms,
+            "size": [64 * 1024, 4 * 1024 * 1024],
+        },
+        gated=True,
+    )
+    for c, algorithms in (
+        ("allreduce", ["direct"]),
+        ("reduce", ["direct"]),
+        ("broadcast", ["direct", "ring"]),
+    )
 ]
 
 BENCH = Bench(

@@ -23,6 +23,7 @@ from sim import VARIANTS, GemmShape, OpLog, check_coverage, gemm_metrics
 from sim import run_gemm as simulate_gemm
 from sim.gemm.datacheck import DataCheckError, check_gemm_data
 from sim.gemm.layout import STAGES
+from sim.gemm.metrics import hbm_channel_busy
 
 TOPOLOGY = bench_topology()
 
@@ -72,6 +73,7 @@ def _metric_spec() -> dict[str, Metric]:
         "hbm_write_bytes": Metric("B", "lower", **exact),
         "hbm_bytes": Metric("B", "lower", **exact),
         "hbm.busy_ns": Metric("ns", "lower", **timed),
+        "hbm.busiest_pc_ns": Metric("ns", "lower", **info),
         "achieved_gbs": Metric("GB/s", "higher", **info),
         "tflops": Metric("TFLOP/s", "higher", **info),
         "arith_intensity_flop_per_byte": Metric("FLOP/B", "higher", **info),
@@ -114,12 +116,17 @@ def run(params: dict[str, Any]) -> Result:
         check_coverage(sim_run)
     except AssertionError as exc:
         problems.append(str(exc))
+    metrics = {k: v for k, v in gemm_metrics(sim_run).items() if k in METRICS}
+    _channel, busiest_ps, _total = hbm_channel_busy(sim_run.program)
+    metrics["hbm.busiest_pc_ns"] = busiest_ps / 1000
     if sim_run.program.plan.tile_ops <= FUNCTIONAL_MAX_TILE_OPS:
         try:
             check_gemm_data(sim_run)
         except DataCheckError as exc:
-            problems.append(f"data check: {exc}")
-    metrics = {k: v for k, v in gemm_metrics(sim_run).items() if k in METRICS}
+            text = str(exc)
+            if "busiest HBM pseudo-channel" not in text:  # a hazard: the C check says it
+                text += f"; {_channel_line(metrics)}"
+            problems.append(f"data check: {text}")
     problems += gemm_invariants(sim_run, metrics)  # derived metrics, engines' records (issue 26)
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
@@ -134,11 +141,32 @@ def _us(ns: float) -> str:
     return f"{ns / 1000:.3g} us"
 
 
+def _balance(metrics: Mapping[str, float]) -> float | None:
+    mean = metrics.get("hbm.busy_ns")
+    busiest = metrics.get("hbm.busiest_pc_ns")
+    return busiest / mean if mean and busiest is not None else None
+
+
+def _channel_line(current: Mapping[str, float], baseline: Mapping[str, float] | None = None) -> str:
+    """How busy the busiest HBM pseudo-channel was against the mean (``hbm.busy_ns``)."""
+    ratio = _balance(current)
+    if ratio is None:
+        return "no HBM traffic"
+    was = _balance(baseline or {})
+    then = f" (baseline {was:.2f}x)" if was is not None else ""
+    return (
+        f"busiest HBM pseudo-channel {_us(current['hbm.busiest_pc_ns'])} busy, {ratio:.2f}x "
+        f"the mean of {_us(current['hbm.busy_ns'])}{then}"
+    )
+
+
 def explain(current: Mapping[str, float], baseline: Mapping[str, float]) -> list[str]:
     """Where the time went: stage busy times and windows, current vs baseline, largest first.
 
     e.g. "DMA in in flight +38% (12.1 -> 16.7 us)", "GEMM busy unchanged", per engine where
     it moved. Busy is time an engine is held; in flight includes channel waits and latency.
+    First, how busy the busiest HBM pseudo-channel was against the mean (a striping that
+    piles bursts on one channel shows there before anywhere else).
     """
     items = [(f"{STAGE_NAMES[s]} busy", f"{s}.busy_ns") for s in STAGES]
     items += [(f"{STAGE_NAMES[s]} in flight", f"{s}.inflight_ns") for s in STAGES]
@@ -157,7 +185,7 @@ def explain(current: Mapping[str, float], baseline: Mapping[str, float]) -> list
         before, after = baseline[key], current[key]
         change = (after - before) / before if before else (0.0 if after == before else None)
         rows.append((label, before, after, change, key.count(".") == 2))
-    lines = []
+    lines = [_channel_line(current, baseline)] if "hbm.busiest_pc_ns" in current else []
     for label, before, after, change, per_engine in sorted(
         rows, key=lambda r: -(abs(r[3]) if r[3] is not None else float("inf"))
     ):

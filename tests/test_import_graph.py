@@ -242,6 +242,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
             "nvls_program",
             "lockstep",
             "verify",
+            "races",
             "budget",
             "protocols",
             "run",

@@ -25,8 +25,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["Access", "first_race", "producer_pairs", "unordered"]
+__all__ = ["Access", "Turn", "first_race", "producer_pairs", "unordered"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,14 @@ class Access:
 
 #: (producer, consumer, buffer, lo, hi): the consumer needs the producer's elements [lo, hi)
 Pair = tuple[int, int, Hashable, int, int]
+
+
+class Turn(Protocol):
+    """The chips a quotient program's dependency edge turns by (:func:`unordered`)."""
+
+    order: int
+
+    def __call__(self, consumer: int, dep: int) -> int: ...
 
 
 class _Segments:
@@ -101,30 +110,43 @@ def producer_pairs(accesses: Iterable[Access]) -> list[Pair]:
     return list(pairs.values())
 
 
-def unordered(deps: Sequence[Sequence[int]], pairs: Iterable[tuple[int, int]]) -> list[int]:
+def unordered(
+    deps: Sequence[Sequence[int]],
+    pairs: Iterable[tuple[int, int]],
+    turn: Turn | None = None,
+    needs: Sequence[int] = (),
+) -> list[int]:
     """Indices of the (producer, consumer) pairs no dependency path leads along (``~d``, a
-    release dependency, counts as ``d``)."""
+    release dependency, counts as ``d``).
+
+    ``turn`` (a quotient program, where one op stands for its images on every chip): the
+    edge from op ``c`` to its dependency ``d`` leads to ``d``'s image turned by
+    ``turn(c, d)`` chips; a path's turns add up (modulo ``turn.order``) and pair ``k``
+    needs a path that ends at the producer turned by ``needs[k]`` (0 when not given)."""
     bad: list[int] = []
-    by_consumer: dict[int, list[tuple[int, int]]] = {}
+    by_consumer: dict[int, list[tuple[int, int, int]]] = {}
     for k, (p, c) in enumerate(pairs):
+        need = needs[k] if k < len(needs) else 0
         direct = deps[c]
-        if p in direct or ~p in direct:
+        if (p in direct or ~p in direct) and (turn is None or turn(c, p) % turn.order == need):
             continue
         if p >= c:
             bad.append(k)
             continue
-        by_consumer.setdefault(c, []).append((k, p))
+        by_consumer.setdefault(c, []).append((k, p, need))
     for c, wanted in by_consumer.items():
-        floor = min(p for _, p in wanted)
-        seen = {c}
-        stack = [c]
+        floor = min(p for _, p, _ in wanted)
+        seen = {(c, 0)}
+        stack = [(c, 0)]
         while stack:
-            for d in deps[stack.pop()]:
+            op, at = stack.pop()
+            for d in deps[op]:
                 d = ~d if d < 0 else d
-                if d >= floor and d not in seen:
-                    seen.add(d)
-                    stack.append(d)
-        bad.extend(k for k, p in wanted if p not in seen)
+                nxt = (d, (at + turn(op, d)) % turn.order if turn is not None else 0)
+                if d >= floor and nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        bad.extend(k for k, p, need in wanted if (p, need) not in seen)
     return sorted(bad)
 
 
@@ -134,16 +156,23 @@ def first_race(
     describe: Callable[[int], str],
     where_name: Callable[[Hashable, int, int], str],
     required: Iterable[tuple[int, int, str]] = (),
+    turn: Turn | None = None,
 ) -> str:
     """The first unordered producer-consumer pair as a message naming both ops, or ``""``.
 
     ``required`` adds pairs that must be ordered whatever the accesses say (a reduction and
     the transfer whose data it reduces), each with what the producer gives the consumer.
+    ``turn``: ``deps`` is a quotient program's (:func:`unordered`); the accesses are one
+    chip's (their pairs need the producer unturned), a required pair needs the turn of the
+    edge it names.
     """
     pairs = producer_pairs(accesses)
     extra = list(required)
     flat = [(p, c) for p, c, *_ in pairs] + [(p, c) for p, c, _ in extra]
-    bad = unordered(deps, flat)
+    needs = [0] * len(pairs)
+    if turn is not None:
+        needs += [turn(c, p) % turn.order for p, c, _ in extra]
+    bad = unordered(deps, flat, turn, needs)
     if not bad:
         return ""
     found = []

@@ -41,6 +41,7 @@ import numpy.typing as npt
 
 from sim.collectives.algorithms import build_schedule
 from sim.collectives.compile import Compiled, chunks, fabric_program
+from sim.collectives.races import symmetric_race
 from sim.collectives.run import FAST_PATHS, CollectiveRun
 from sim.collectives.schedule import COLLECTIVES, Schedule
 from sim.collectives.verify import Replayed, ReplayError, replay
@@ -335,6 +336,12 @@ class SymmetricRun(CollectiveRun):
     def channels(self) -> int:
         """Today's two counter-rotating rings (the fast path runs only the neutral runtime)."""
         return 0
+
+    def dependency_race(self) -> str:
+        """The race check of the program that was timed: chip 0's quotient (every chip's
+        pairs are chip 0's turned)."""
+        c = self.case
+        return symmetric_race(self.quotient, c.chips, c.sizes, c.count, c.reduce_steps)
 
     @cached_property
     def schedule(self) -> Schedule:

@@ -24,6 +24,7 @@ import numpy as np
 from sim.collectives.catalog import build_schedule
 from sim.collectives.compile import Compiled, chunks, fabric_program
 from sim.collectives.fast import SymmetricRun
+from sim.collectives.races import quotient_race
 from sim.collectives.run import FAST_PATHS
 from sim.collectives.schedule import Schedule
 from sim.collectives.verify import Replayed, ReplayError, replay
@@ -128,6 +129,10 @@ class DirectRun(SymmetricRun):
         setattr_(self, "chunk", chunk_bytes)
         setattr_(self, "wrong", checked[0])
         setattr_(self, "problem", checked[1])
+
+    def dependency_race(self) -> str:
+        """The race check of the representatives' program that was timed."""
+        return quotient_race(self.quotient)
 
     @cached_property
     def schedule(self) -> Schedule:

@@ -28,6 +28,7 @@ from sim.collectives.lockstep import compile_schedule
 from sim.collectives.nvls import NVLS
 from sim.collectives.nvls_program import nvls_program
 from sim.collectives.protocols import choose_protocol, protocol_network
+from sim.collectives.races import compiled_race
 from sim.collectives.schedule import (
     I64,
     CollectiveError,
@@ -89,6 +90,11 @@ class CollectiveRun:
     @property
     def bounds(self) -> list[int]:
         return self.compiled.bounds
+
+    def dependency_race(self) -> str:
+        """``""``, or the first producer-consumer pair of the timed program that its
+        dependency graph leaves unordered, naming both ops (:mod:`sim.collectives.races`)."""
+        return compiled_race(self.compiled)
 
     def values(self, chip: int) -> I64:
         """Chip ``chip``'s final vector, materialised element by element (small runs)."""

@@ -23,10 +23,18 @@ import numpy as np
 import numpy.typing as npt
 
 from sim.gemm.model import gemm_model, roofline_tflops
+from sim.gemm.program import GemmProgram
 from sim.gemm.run import GemmRun
 from sim.oplog import OpLog, Repeat, copies
 
-__all__ = ["Reduced", "busy_ps", "gemm_metrics", "held_end", "stage_engine_table"]
+__all__ = [
+    "Reduced",
+    "busy_ps",
+    "gemm_metrics",
+    "hbm_channel_busy",
+    "held_end",
+    "stage_engine_table",
+]
 
 PS = 1000.0  # ps per ns, for reporting only
 
@@ -310,3 +318,17 @@ def gemm_metrics(run: GemmRun) -> dict[str, float]:
     m["bound_ns"] = model.lower_bound_ps / PS
     m["model_hbm_bytes"] = model.hbm_bytes
     return m
+
+
+def hbm_channel_busy(prog: GemmProgram) -> tuple[int, int, int]:
+    """The busiest HBM pseudo-channel, its busy time and every channel's together (ps): each
+    DMA's bursts on the channels its address range stripes over (``Op.chans``), block by
+    block (``hbm.busy_ns`` is the total over ``num_pcs``). About 0.1 s at 2048 blocks."""
+    bursts = np.zeros(prog.topo.hbm.num_pcs, np.int64)
+    for b in range(prog.num_blocks):
+        for op in prog.block_ops(b):
+            for ch, n in op.chans:
+                bursts[ch] += n
+    ps = prog.channels.burst_ps
+    top = int(np.argmax(bursts))
+    return top, int(bursts[top]) * ps, int(bursts.sum()) * ps

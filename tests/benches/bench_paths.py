@@ -36,6 +36,7 @@ from sim.collectives.fast import ring_case
 from sim.fabric import Network, build_network
 from sim.gemm.layout import MODES as GEMM_MODES
 from sim.gemm.layout import STREAMING
+from sim.gemm.model import gemm_model
 from sim.gemm.program import GemmProgram
 from sim.gemm.shape import GemmShape, TilePlan
 from sim.pe import PE_MODELS
@@ -59,9 +60,17 @@ def _gemm_program(shape: tuple[int, int, int], variant: str, topo: Topology) -> 
     return GemmProgram(GemmShape(*shape), variant, topo)
 
 
+#: the modes whose loads run ahead of the compute that reads them (``load_ref`` waits for
+#: each tile-op's loads before the next): races between a load and a reader live here
+OVERLAP_MODES = ("double_buffer", "prefetch", "whole", "panel")
+
+
 def gemm_paths(params: Params) -> set[Path]:
     """The PE model and dataflow, the program's mode, a K cut into chunks (per mode), the
-    fast path's whole-row jump, tile padding and whether the bench replays the data."""
+    fast path's whole-row jump, tile padding, whether the bench replays the data and, per
+    overlap mode, a replayed run that is compute-bound (the analytic model's limiting
+    recurrence is the PE: the loads run ahead and a load that overwrites a buffer still
+    being read, or a read that waits on the wrong buffer's load, shows in the data)."""
     topo = systolic.topology_for(params, gemm.TOPOLOGY)
     shape = tuple(params["shape"])
     prog = _gemm_program(shape, params["variant"], topo)  # type: ignore[arg-type]
@@ -71,6 +80,11 @@ def gemm_paths(params: Params) -> set[Path]:
         ("mode", prog.mode),
         ("data replay", prog.plan.tile_ops <= gemm.FUNCTIONAL_MAX_TILE_OPS),
     }
+    replayed = prog.plan.tile_ops <= gemm.FUNCTIONAL_MAX_TILE_OPS
+    if replayed and prog.mode in OVERLAP_MODES:
+        limiter = gemm_model(GemmShape(*shape), params["variant"], topo, program=prog).limiter
+        if limiter == "pe":
+            paths.add(("compute-bound, data replayed", prog.mode))
     if prog.chunks > 1:
         paths.add(("chunked K", prog.mode))
         if prog.Kt % prog.chunk:
@@ -86,10 +100,12 @@ def gemm_paths(params: Params) -> set[Path]:
 
 
 def gemm_declared() -> set[Path]:
-    """What the code says a GEMM can do: every mode, every PE model and systolic dataflow."""
+    """What the code says a GEMM can do: every mode, every PE model and systolic dataflow,
+    a compute-bound replayed run of every overlap mode."""
     pes = {("pe", m, "") for m in PE_MODELS if m != "systolic"}
     pes |= {("pe", "systolic", df) for df in DATAFLOWS}
-    return pes | {("mode", m) for m in GEMM_MODES}
+    races = {("compute-bound, data replayed", m) for m in OVERLAP_MODES}
+    return pes | {("mode", m) for m in GEMM_MODES} | races
 
 
 # ccl --------------------------------------------------------------------------------------

@@ -19,7 +19,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _more() -> list[Any]:
-    return [c for c in ccl.BENCH.configs if "collective" in c.params]
+    """The other collectives' configs (the alpha-beta check's two-chip group aside)."""
+    return [c for c in ccl.BENCH.configs if "collective" in c.params and c.params["chips"] > 2]
+
+
+def test_the_alpha_beta_two_chip_group_is_gated_and_covered() -> None:
+    """16 gated two-chip configs, each a case the closed-form check times (issue 26)."""
+    from benches._alpha_beta import alpha_beta
+
+    two = [c for c in ccl.BENCH.configs if c.params["chips"] == 2]
+    assert len(two) == 16 and not any(c.regen_only for c in two)
+    for c in two:
+        p = c.params
+        topo = ccl.topology_for(p)
+        assert alpha_beta(topo, p["collective"], p["algorithm"], p["size"]) is not None, c
 
 
 def test_collective_is_an_axis_with_nccl_tests_ids() -> None:

@@ -227,9 +227,9 @@ def test_the_sweep_is_the_old_cartesian_product_in_the_same_order() -> None:
         if pe == "systolic" and gemm.systolic.SYSTOLIC_CONFIGS.get(shape) != variant:
             continue
         old.append({"shape": shape, "variant": variant, "pe": pe})
-    first = gemm.BENCH.configs[: len(old)]  # issue 26's path configs come after, gated
+    first = gemm.BENCH.configs[: len(old)]  # issue 26's path and race configs after, gated
     rest = gemm.BENCH.configs[len(old) :]
-    assert len(rest) == 6 and not any(c.regen_only for c in rest)
+    assert len(rest) == 8 and not any(c.regen_only for c in rest)  # 6 paths, 2 races
     assert [(c.config_id, c.params, c.regen_only) for c in first] == [
         (gemm.config_id(p), p, p["shape"] in gemm.REGEN_ONLY) for p in old
     ]

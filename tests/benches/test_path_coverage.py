@@ -60,12 +60,19 @@ def test_every_path_has_a_gated_config(bench: str) -> None:
 
 def test_without_the_path_configs_the_gaps_come_back() -> None:
     """The configs added for issue 26 close the gaps found on main: gated without them, the
-    test above fails and names the systolic ws/is and the streaming chunked-K paths."""
+    test above fails and names the systolic ws/is, the streaming chunked-K paths and the
+    compute-bound replays of double_buffer and panel (reached by no config at all)."""
     added = {c.config_id for c in gemm.BENCH.configs if "dataflow" in c.params}
     added |= {c.config_id for c in gemm.BENCH.configs if tuple(c.params["shape"]) == (32, 2112, 32)}
     gated = {c.config_id for c in gemm.BENCH.configs if not c.regen_only} - added
     gaps = missing("gemm", gated)
     assert ("pe", "systolic", "ws") in gaps and ("pe", "systolic", "is") in gaps
+    # what this test found missing next: no replayed compute-bound run of double_buffer
+    # (every tile-PE one is DMA-bound) or of resident's panels (HBM-bound) anywhere in the
+    # sweep; only the configs added for it reach them
+    for mode in ("double_buffer", "panel"):
+        reach = gaps[("compute-bound, data replayed", mode)]
+        assert reach and set(reach) <= added, (mode, reach)
     assert gaps.get(("chunked K", "prefetch"))  # regen-only
 
 

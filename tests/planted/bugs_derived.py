@@ -130,6 +130,21 @@ def _switch_uplink_latency_twice() -> None:
     _patch_dimensions(change)
 
 
+def _last_hop_latency_twice() -> None:
+    """The last hop of every route through a switch (switch -> chip) charges its flight time
+    twice: each transfer lands one latency late, and nothing of the link records moves (the
+    hop starts when its data is at the switch, as before)."""
+
+    def change(d: Any) -> Any:
+        lats = tuple(
+            lat * 2 if u >= d.chips > v else lat
+            for lat, (u, v) in zip(d.link_latencies_ps, d.links, strict=True)
+        )
+        return dataclasses.replace(d, link_latencies_ps=lats)
+
+    _patch_dimensions(change)
+
+
 def _switch_downlink_half_bandwidth() -> None:
     """The switch -> chip links run at half the link bandwidth (a per-direction rate read as
     the sum of both directions, divided twice)."""
@@ -161,6 +176,7 @@ _BUGS: dict[str, Bug] = {
     "records-hbm-busy-one-record-twice": _hbm_busy_one_record_twice,
     "engine-switch-uplink-latency-twice": _switch_uplink_latency_twice,
     "engine-switch-downlink-half-bandwidth": _switch_downlink_half_bandwidth,
+    "engine-last-hop-latency-twice": _last_hop_latency_twice,
 }
 
 

@@ -40,7 +40,20 @@ def _chunk_count_rounded_down() -> None:
     layout.ProgramLayout.__init__ = init  # type: ignore[method-assign]
 
 
+def _collective_time_in_32_bits() -> None:
+    """ccl: a collective's time read through 32 bits of ps (``makespan & 0xFFFFFFFF``, a
+    column narrowed on the way): right up to 4.3 ms, wrapped past it. Only the path config
+    past 2^32 ps (the 4-chip switch direct allreduce at 256 MiB) runs that long."""
+    import sim.collectives.run as run
+
+    def time_ps(self: run.CollectiveRun) -> int:
+        return max(self.launch_ps, self.log.makespan_ps) & 0xFFFFFFFF
+
+    run.CollectiveRun.time_ps = property(time_ps)  # type: ignore[assignment, method-assign]
+
+
 BUGS: dict[str, Bug] = {
     "gemm-systolic-is-row-folds-floor-plus-one": _systolic_is_row_folds_floor_plus_one,
     "gemm-chunk-count-rounded-down": _chunk_count_rounded_down,
+    "ccl-collective-time-in-32-bits": _collective_time_in_32_bits,
 }

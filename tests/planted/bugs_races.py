@@ -49,7 +49,76 @@ def _ag_rs_second_half_waits_first() -> None:
     b._Builder.land = patched_land  # type: ignore[method-assign]
 
 
+def _ccl_send_reads_before_the_reduction() -> None:
+    """ccl: a reduce-scatter step's send forwards the chunk the step before *received*, waiting
+    for its arrival instead of its reduction (recvReduceSend waiting on the recv): it reads the
+    buffer before the previous step's sum is in it. The reduction ends one burst after the
+    arrival and the send's last byte leaves far later, so the replay still reads the sum
+    where the chunks are large."""
+    import dataclasses
+
+    import sim.collectives.lockstep as lockstep
+    from sim.fabric import REDUCTION, TRANSFER
+
+    build = lockstep.fabric_program
+
+    def early_sends(schedule):  # type: ignore[no-untyped-def]
+        compiled = build(schedule)
+        prog = compiled.program
+        deps = list(prog.deps)
+        for i, kind in enumerate(prog.kind):
+            if kind == TRANSFER and deps[i] and all(prog.kind[d] == REDUCTION for d in deps[i]):
+                deps[i] = tuple(sorted({prog.consumes[d] for d in deps[i]}))
+        return dataclasses.replace(compiled, program=dataclasses.replace(prog, deps=deps))
+
+    lockstep.fabric_program = early_sends
+
+
+def _gemm_a_load_ignores_its_buffers_reader() -> None:
+    """GEMM, the streaming modes: a tile-op's A load does not wait for the fetch that last
+    read its buffer (tile-op ``i - buffers``'s), only its B load does, so A's buffer can be
+    overwritten before its reader fetched it. The replay's WAR check names A's buffer and
+    both ops in every streamed config, the compute-bound ones included."""
+    import sim.gemm.blocks as blocks
+    from sim.core import Op
+
+    load = blocks.BlockBuilder._load_tile
+
+    def patched(self, ops, acc, i, freed_by):  # type: ignore[no-untyped-def]
+        load(self, ops, acc, i, freed_by)
+        if freed_by >= 0:
+            a = ops[-2]
+            ops[-2] = tuple.__new__(Op, (a[0], a[1], (), *a[3:]))
+
+    blocks.BlockBuilder._load_tile = patched  # type: ignore[method-assign]
+
+
+def _ccl_ring_quotient_rings_mixed_up() -> None:
+    """ccl, the symmetric ring fast path: from the second step on, each ring-1 send of chip
+    0's quotient program waits for the ring-0 receive of its chunk instead of its own ring's
+    (an index off by one between the interleaved rings). The data the sends forward is
+    usually there anyway: the replay passes the large and the all-gather configs."""
+    import sim.collectives.fast as fast
+    from sim.fabric import TRANSFER
+
+    build = fast.quotient_program
+
+    def patched(case):  # type: ignore[no-untyped-def]
+        prog = build(case)
+        per_step = 4 * len(case.sizes)
+        for i, kind in enumerate(prog.kind):
+            step, rest = divmod(i, per_step)
+            if kind == TRANSFER and step >= 1 and rest % 2 == 1 and prog.deps[i]:
+                prog.deps[i] = tuple(d - 1 for d in prog.deps[i])
+        return prog
+
+    fast.quotient_program = patched
+
+
 BUGS: dict[str, Bug] = {
     "tp-gemm-ar-gated-on-neighbour": _gemm_ar_gated_on_neighbour,
     "tp-ag-rs-second-half-waits-first": _ag_rs_second_half_waits_first,
+    "ccl-send-reads-before-the-reduction": _ccl_send_reads_before_the_reduction,
+    "ccl-ring-quotient-rings-mixed-up": _ccl_ring_quotient_rings_mixed_up,
+    "gemm-a-load-ignores-its-buffers-reader": _gemm_a_load_ignores_its_buffers_reader,
 }

@@ -42,3 +42,55 @@ def test_an_ag_rs_half_waiting_on_the_other_halfs_gemm_fails_naming_both_ops(
     assert "race: reduce op" in out and "does not depend on gemm2 op" in out, out[-3000:]
     # the compute-bound replay shows the wrong data as well
     assert "#wrong = " in out, out[-3000:]
+
+
+CCL = ("-k", "reduce_scatter-switch-p8-ring-1MiB or switch-p8-ring-16MiB")
+
+
+def test_a_ccl_send_forwarding_before_the_reduction_fails_naming_both_ops(tmp_path: Path) -> None:
+    """The data of both configs comes out right (the reduction ends one burst after the
+    arrival, long before the send's last byte leaves), so the replay passes them; the
+    dependency check of every ccl run names the send and the reduction it skipped."""
+    clean = run_gate(None, "ccl", *CCL, tmp_path=tmp_path / "clean")
+    assert clean.returncode == 0, clean.stdout[-3000:]
+    result = run_gate("ccl-send-reads-before-the-reduction", "ccl", *CCL, tmp_path=tmp_path)
+    assert result.returncode == 1, result.stdout[-3000:]
+    out = result.stdout
+    assert out.count("dependency check: race: transfer op 128 (chip 0 -> chip 1, step 1") == 2, out[
+        -3000:
+    ]
+    assert "does not depend on reduction op 71 on chip 0 (step 0" in out, out[-3000:]
+    assert "#wrong" not in out, out[-3000:]
+
+
+SYMMETRIC = ("-k", "ring-p8-ring-16MiB or all_gather-ring-p8-ring-1MiB")
+
+
+def test_a_race_in_the_ring_fast_paths_quotient_fails_naming_chip_0s_ops(tmp_path: Path) -> None:
+    """Both configs run the symmetric fast path (chip 0's quotient program); its replay
+    passes them, the quotient's dependency check (paths counting their turns) does not."""
+    result = run_gate("ccl-ring-quotient-rings-mixed-up", "ccl", *SYMMETRIC, tmp_path=tmp_path)
+    assert result.returncode == 1, result.stdout[-3000:]
+    out = result.stdout
+    named = "dependency check: race: transfer op 17 (chip 0 -> chip 0's predecessor, step 1"
+    assert out.count(named) == 2, out[-3000:]
+    assert "does not depend on reduction op 9 on chip 0" in out, out[-3000:]
+    assert "does not depend on copy op 9 on chip 0" in out, out[-3000:]
+    assert "#wrong" not in out, out[-3000:]
+
+
+GEMM = ("-k", "128x128x128-double_buffer-systolic or 512x4096x32-resident-systolic")
+
+
+def test_a_gemm_a_load_that_does_not_wait_for_its_buffers_reader_fails_naming_a(
+    tmp_path: Path,
+) -> None:
+    """The compute-bound double_buffer config (the PE the bottleneck, the loads ahead) replays
+    its data and fails with a WAR hazard naming A's buffer; resident loads no tiles."""
+    clean = run_gate(None, "gemm", *GEMM, tmp_path=tmp_path / "clean")
+    assert clean.returncode == 0, clean.stdout[-3000:]
+    result = run_gate("gemm-a-load-ignores-its-buffers-reader", "gemm", *GEMM, tmp_path=tmp_path)
+    assert result.returncode == 1, result.stdout[-3000:]
+    out = result.stdout
+    assert "1 failed" in out and "128x128x128-double_buffer-systolic" in out, out[-3000:]
+    assert "data check: WAR hazard" in out and "(A buffer 0)" in out, out[-3000:]

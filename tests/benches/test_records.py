@@ -9,12 +9,13 @@ import numpy as np
 
 from benches._records import fabric_records
 from sim import load_topology
-from sim.fabric import TRANSFER, FabricProgram, build_network, simulate_fabric
+from sim.fabric import TRANSFER, FabricProgram, Network, build_network, simulate_fabric
+from sim.oplog import OpLog
 
 TOPO = load_topology().replace_chips(count=3, topology="fully_connected", torus_dims=(1, 3))
 
 
-def _case() -> tuple[object, object, int]:
+def _case() -> tuple[Network, OpLog, int]:
     """The case of tests/sim/test_link.py's dependent-never-starts-early test: ``dep``
     (op 3) on link 0 -> 2 after ``block`` (op 4, 0..15 us)."""
     net = build_network(TOPO)

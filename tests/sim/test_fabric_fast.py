@@ -19,8 +19,8 @@ from fabric_oracle import random_program, reference
 import sim.collectives as ar
 import sim.collectives.compile as ar_compile
 import sim.collectives.verify as ar_replay
-from sim.collectives.lockstep import compile_schedule
 from sim import load_topology
+from sim.collectives.lockstep import compile_schedule
 from sim.fabric import (
     REDUCE,
     REDUCTION,

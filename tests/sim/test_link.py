@@ -23,6 +23,7 @@ from sim.fabric import (
     simulate_fabric,
     torus_cycle,
 )
+from sim.oplog import OpLog
 from sim.topology import Topology
 
 BASE = load_topology()
@@ -389,7 +390,7 @@ def test_dependencies_must_point_backwards() -> None:
         simulate_fabric(_net("ring", 2), prog)
 
 
-def _link_records(log, name: str) -> list[tuple[int, int, int]]:  # type: ignore[no-untyped-def]
+def _link_records(log: OpLog, name: str) -> list[tuple[int, int, int]]:
     """(op, start, end) of every record on link ``name``, by start."""
     on = np.flatnonzero(log.engine == log.engines.index(name))
     return sorted((int(log.start[r]), int(log.end[r]), int(log.op[r])) for r in on)
@@ -405,7 +406,7 @@ def test_a_dependent_never_starts_before_its_last_producer_starts() -> None:
     ``dep``'s 20 us = 11.045 us, which is before 20.04 us, so ``dep`` starts at 20.04 us (link
     0 -> 2 free since 15 us) and ends 20 us later (its last input byte came at 21.12 us)."""
     net = _net("fully_connected", 3)
-    assert (LINK_BW, ALPHA, BASE.hbm.burst_bytes) == (50, 1_000_000, 256)  # the numbers below
+    assert LINK_BW == 50 and ALPHA == 1_000_000 and BASE.hbm.burst_bytes == 256  # as below
     prog = FabricProgram()
     first = prog.add(TRANSFER, 1, 0, 2000, 0, (), hbm=0, span=(0, 1000))
     prog.add(TRANSFER, 1, 0, 1_000_000, 0, (), hbm=0)  # long: holds 1 -> 0 until 20.04 us

@@ -24,7 +24,11 @@ Fabric transfers (the rules of ``sim.fabric.simulate``, ADR 0005, 0010): per lin
 * hop ``h > 0`` of a transfer is ready one latency of hop ``h-1``'s link after hop ``h-1``
   started (cut-through), and starts then or when its link frees, whichever is later:
   ``start_h == max(start_{h-1} + lat_{h-1}, end of the link's previous record)``;
-* it ends ``end_h == max(start_h + bytes / bw_h, end_{h-1} + lat_{h-1})``.
+* it ends ``end_h == max(start_h + bytes / bw_h, end_{h-1} + lat_{h-1})``;
+* a link carries one transfer at a time: no record (a first hop too, whose start waits on
+  data, HBM or a staging buffer and is otherwise free) starts before the link's previous
+  record ends (ADR 0005 decisions 1-2; ADR 0031 found first hops started in the engine's past
+  on a link that had meanwhile served another).
 
 So an unloaded transfer of ``h`` hops arrives ``h x latency + bytes / bw`` after it starts,
 and a failure names the link and the hop. On a one-level topology with neutral collectives
@@ -227,6 +231,22 @@ def fabric_records(log: OpLog, topo: Topology, net: Any, *, what: str = "") -> l
 
     short = np.flatnonzero(end - start < occupy)
     report("lasts", short, end - start, occupy)
+    # the link's previous record (by start, then log order) ends when the link frees
+    order = np.lexsort((np.arange(len(link)), start, link))
+    free = np.zeros(len(link), dtype=np.int64)
+    same_link = link[order][1:] == link[order][:-1]
+    free[order[1:]] = np.where(same_link, end[order][:-1], 0)
+    busy = np.flatnonzero(start < free)
+    if len(busy):
+        shown = "; ".join(
+            f"{name(int(i))} (op {int(op[i])}, hop {'> 0' if fwd[i] else '0'}) starts at "
+            f"{int(start[i])} ps, the link is busy until {int(free[i])} ps"
+            for i in busy[:SHOWN]
+        )
+        problems.append(
+            f"{head}{len(busy)} link record(s) start while their link is busy ({source}): {shown}"
+        )
+        return problems  # the hop rule below reads the link's previous record as its server
     # hop h > 0: the record before it in the log is hop h-1 of the same op
     i = np.flatnonzero(fwd)
     i = i[i > 0]
@@ -237,12 +257,6 @@ def fabric_records(log: OpLog, topo: Topology, net: Any, *, what: str = "") -> l
         i, prev = i[same], prev[same]
     lat_prev = lats[link[prev]]
     ready = start[prev] + lat_prev
-    # the link's previous record (by start, then log order) ends when the link frees
-    order = np.lexsort((np.arange(len(link)), start, link))
-    free = np.zeros(len(link), dtype=np.int64)
-    same_link = link[order][1:] == link[order][:-1]
-    before = np.where(same_link, end[order][:-1], 0)
-    free[order[1:]] = before
     want_start = np.maximum(ready, free[i])
     report("starts at", i[start[i] != want_start], start, _at(i, want_start, len(link)))
     want_end = np.maximum(start[i] + occupy[i], end[prev] + lat_prev)

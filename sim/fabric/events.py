@@ -140,10 +140,11 @@ def simulate_events(
     pop, push = heapq.heappop, heapq.heappush
     spans = program.span
 
-    def produced(i: int, begin: int, end: int, grain: int) -> None:
+    def produced(i: int, begin: int, end: int, grain: int, now: int) -> None:
         """Op ``i`` delivers its span linearly from ``begin`` to ``end`` at the consumer's side:
         a dependent may start as soon as the part it needs first is coming, and cannot end
-        before one burst after ``end``."""
+        before one burst after ``end``. ``i`` is decided at ``now`` (it starts, a transfer its
+        last hop): no dependent starts before that (ADR 0031), so nothing is due in the past."""
         lo, hi = spans[i]
         width = hi - lo
         for j in dependents[i]:
@@ -160,6 +161,8 @@ def simulate_events(
                 first_burst, last = begin + grain, end
             if first_burst > last:
                 first_burst = last
+            if first_burst < now:  # streaming ahead of a producer not yet under way
+                first_burst = now
             if first_burst > head[j]:
                 head[j] = first_burst
             if last > tail[j]:
@@ -235,7 +238,7 @@ def simulate_events(
             if hop + 1 < nrec[i]:
                 push(heap, (begin + lat, i - (hop + 1) * n, hop + 1))
             else:
-                produced(i, begin + lat, end + lat, grain[i])
+                produced(i, begin + lat, end + lat, grain[i], begin)
         else:
             chip = src[i]
             begin = now
@@ -254,7 +257,7 @@ def simulate_events(
             r_end[at] = end
             if consumes[i] >= 0:
                 push(heap, (end + back[consumes[i]], consumes[i], -1))
-            produced(i, begin, end, burst[i])
+            produced(i, begin, end, burst[i], begin)
     if done < slot[-1]:
         stuck = [i for i in range(n) if waiting[i]][:3]
         raise RuntimeError(

@@ -25,6 +25,11 @@ docs/adr/0016-hbm-before-the-link-and-reductions-in-arrival-order.md):
   held idle while its op waits for memory (ADR 0016).
 * Reductions into one **accumulator** (``FabricProgram.into``) add in the order they
   start, each ending one burst after the one before it: sums commute (ADR 0016).
+* An op that needs part of a producer's span may start early by the time it streams its
+  own bytes before that part (ADR 0005 decision 4), but **never before its last producer
+  starts** (a transfer: its last hop), when the engine learns that producer's timing: so
+  nothing is due in the loop's past and no link is taken after it served someone later
+  (ADR 0031).
 
 On a network of dimensions (ADR 0021, :mod:`sim.fabric.dimensions`) links differ, and
 every rule above reads **the link at hand**: a hop occupies its link for ``bytes / that

@@ -26,9 +26,11 @@ The rules, as this oracle applies them:
    from ``begin`` to ``end`` at the consumer's side (a transfer: its last hop's start and end,
    plus the latency); a consumer may start once the first burst of the part of the span it
    needs is there, less the time it spends streaming its own bytes before that part, and
-   never later than the end of its producer's delivery; it cannot end before one burst
-   after the last byte of every input (``last + grain``). The latency added is the last
-   hop's link's.
+   never later than the end of its producer's delivery, and never before the producer
+   itself starts (a transfer: its last hop), when its delivery is known (ADR 0031: nothing
+   is due in the past, so no link or engine is taken after it has served someone later);
+   it cannot end before one burst after the last byte of every input (``last + grain``).
+   The latency added is the last hop's link's.
 3. **Staging buffers.** A transfer that a later op consumes takes one of its (sender,
    receiver, lane) connection's ``staging_buffers`` before it starts, first come, first
    served, and gives it back after its consumer ends, as late as the largest latency of the
@@ -153,7 +155,7 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
             return ("link", route[i][hop])
         return ("pair", program.src[i], program.dst[i], route[i], hop)
 
-    def deliver(i: int, begin: int, end: int, g: int) -> None:  # rule 2
+    def deliver(i: int, begin: int, end: int, g: int, started: int) -> None:  # rule 2
         lo, hi = program.span[i]
         for j in users[i]:
             x, y = program.span[j]
@@ -165,7 +167,7 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
                 first -= whole[j] * (max(x, lo) - x) // (y - x)
             else:
                 first = begin + g
-            first_in[j] = max(first_in[j], min(first, end))
+            first_in[j] = max(first_in[j], min(first, end), started)
             last_in[j] = max(last_in[j], end)
             missing[j] -= 1
             if missing[j] == 0:
@@ -183,7 +185,7 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
             if hop + 1 < len(route[i]):
                 put(t + flight, STEP, i, hop + 1)
             else:
-                deliver(i, t + flight, end + flight, arrive_grain[i])
+                deliver(i, t + flight, end + flight, arrive_grain[i], t)
         else:
             end = max(t + whole[i], last_in[i] + grain[i])
             g = into[i]
@@ -195,7 +197,7 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
             t_back = program.consumes[i]
             if t_back >= 0:  # rule 3: the buffer flies back
                 put(end + max(lat[link] for link in route[t_back]), STEP, t_back, -1)
-            deliver(i, t, end, grain[i])
+            deliver(i, t, end, grain[i], t)
         records.append((i, hop, t, end))
 
     def got_buffer(i: int) -> bool:  # rule 3: take one of the pair's buffers, or queue for one
@@ -210,8 +212,12 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
     for i in range(n):  # rule 9: what is ready at the start takes its buffers first
         if not missing[i] and (min(lat, default=0) == 0 or i not in consumed or got_buffer(i)):
             put(0, STEP, i, 0)
+    now = 0
     while due:
         t, kind, _travelled, i, hop, server = due.pop(0)
+        if t < now:  # every rule above looks forward only
+            raise AssertionError(f"the oracle went back in time: {t} ps after {now} ps")
+        now = t
         if kind == RELEASE:
             queue = server_queue.get(server, [])
             if queue:

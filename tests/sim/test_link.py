@@ -23,6 +23,7 @@ from sim.fabric import (
     simulate_fabric,
     torus_cycle,
 )
+from sim.oplog import OpLog
 from sim.topology import Topology
 
 BASE = load_topology()
@@ -387,3 +388,34 @@ def test_dependencies_must_point_backwards() -> None:
     prog.add(TRANSFER, 1, 0, 10, 0, ())
     with pytest.raises(ValueError, match="op 0 depends on op 1"):
         simulate_fabric(_net("ring", 2), prog)
+
+
+def _link_records(log: OpLog, name: str) -> list[tuple[int, int, int]]:
+    """(op, start, end) of every record on link ``name``, by start."""
+    on = np.flatnonzero(log.engine == log.engines.index(name))
+    return sorted((int(log.start[r]), int(log.end[r]), int(log.op[r])) for r in on)
+
+
+def test_a_dependent_never_starts_before_its_last_producer_starts() -> None:
+    """A transfer needing the first half of a producer's span may start early by the time it
+    streams its own bytes before that part (ADR 0005 decision 4), but not before that producer
+    is under way (ADR 0031): the engine decides it when the producer starts, and a start in
+    its past took link 0 -> 2 while ``block`` still held it (two records at once). On 3 chips
+    fully connected, 50 GB/s (20 ps a byte), latency 1 us, burst 256 B: ``second`` waits on
+    link 1 -> 0 behind ``long`` until 20.04 us; early start 21.04 us + one burst - half of
+    ``dep``'s 20 us = 11.045 us, which is before 20.04 us, so ``dep`` starts at 20.04 us (link
+    0 -> 2 free since 15 us) and ends 20 us later (its last input byte came at 21.12 us)."""
+    net = _net("fully_connected", 3)
+    assert LINK_BW == 50 and ALPHA == 1_000_000 and BASE.hbm.burst_bytes == 256  # as below
+    prog = FabricProgram()
+    first = prog.add(TRANSFER, 1, 0, 2000, 0, (), hbm=0, span=(0, 1000))
+    prog.add(TRANSFER, 1, 0, 1_000_000, 0, (), hbm=0)  # long: holds 1 -> 0 until 20.04 us
+    second = prog.add(TRANSFER, 1, 0, 4000, 0, (), hbm=0, span=(1000, 3000))
+    dep = prog.add(TRANSFER, 0, 2, 1_000_000, 1, (first, second), hbm=0, span=(0, 2000))
+    block = prog.add(TRANSFER, 0, 2, 750_000, 0, (), hbm=0)  # holds 0 -> 2 from 0 to 15 us
+    log = simulate_fabric(net, prog)
+    assert _link_records(log, "link1->0")[2] == (20_040_000, 20_120_000, second)
+    assert _link_records(log, "link0->2") == [
+        (0, 15_000_000, block),
+        (20_040_000, 40_040_000, dep),
+    ]

@@ -54,6 +54,7 @@ from benches._ccl_sweep import (
     gated_more,
     size_label,
 )
+from benches._energy import energy_meta, energy_spec, energy_values
 from benches._invariants import ccl_invariants
 from benches._shared import bench_topology, chips_meta, trace_writer
 from pytest_npubench import Bench, Metric, Result, Sweep
@@ -67,6 +68,7 @@ from sim import (
     run_collective,
 )
 from sim.collectives import COLLECTIVE_ALGORITHMS, CollectiveRun, algorithms_for, bus_factor
+from sim.energy import FJ_PER_PJ, collective_counts, energy_of
 
 TOPOLOGY = bench_topology()
 
@@ -92,6 +94,29 @@ METRICS = {
     "link_util_peak": Metric("1", "higher", **_INFO),
     "reduce_util_peak": Metric("1", "higher", **_INFO),
 }
+METRICS |= energy_spec(
+    TOPOLOGY,
+    0.001,
+    {
+        "pj_per_byte_moved": Metric("pJ/B", "lower", **_INFO),
+        "pj_per_message_byte": Metric("pJ/B", "lower", **_INFO),
+    },
+)
+
+
+def _energy(sim_run: CollectiveRun, topo: Topology, got: dict[str, float]) -> dict[str, float]:
+    """Energy, power, pJ per byte moved over the links (every hop) and per message byte."""
+    if topo.energy is None:
+        return {}
+    per_dimension = len(set(topo.energy.link_fj)) > 1
+    energy = energy_of(collective_counts(sim_run, topo, got, per_dimension), topo.energy)
+    pj = energy.total_fj / FJ_PER_PJ
+    moved = got["link_bytes_total"]
+    return {
+        **energy_values(topo, energy),
+        "pj_per_byte_moved": pj / moved if moved else 0.0,
+        "pj_per_message_byte": pj / sim_run.nbytes if sim_run.nbytes else 0.0,
+    }
 
 
 def config_id(params: dict[str, Any]) -> str:
@@ -153,6 +178,7 @@ def run(params: dict[str, Any]) -> Result:
         "sim_model_ratio": sim_run.time_ps / mod.time_ps if mod.time_ps else 1.0,
         "bound_ns": bounds.time_ps / 1000,
         "algo_bound_busbw_gbs": algo_bound,
+        **_energy(sim_run, topo, got),
     }
     # derived metrics, each link record, the alpha-beta time (issue 26)
     problems += ccl_invariants(sim_run, metrics, params, topo, (moved, resource_ps))
@@ -179,6 +205,7 @@ def meta() -> dict[str, Any]:
         torus_dims={str(p): list(d) for p, d in TORUS_DIMS.items()},
         gated_chips=GATED_CHIPS,
         gated_sizes={str(p): list(v) for p, v in GATED_SIZES.items()},
+        **energy_meta(TOPOLOGY),
     )
 
 

@@ -210,6 +210,11 @@ def meta() -> dict[str, Any]:
 
 
 CAPTIONS = {
+    "energy_per_byte_vs_size.png": (
+        f"Allreduce energy per message byte (all chips: HBM, links per hop, reductions, static "
+        f"power over the time) against size at {GATED_CHIPS} chips, one panel per "
+        "interconnect, one line per algorithm. Hollow markers are reused from the baseline."
+    ),
     "busbw_vs_size.png": (
         f"Bus bandwidth (nccl-tests busbw) against message size at {GATED_CHIPS} chips, one "
         "panel per interconnect, log scale so the latency-bound small messages show. The "

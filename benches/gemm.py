@@ -220,6 +220,17 @@ def meta() -> dict[str, Any]:
 
 
 CAPTIONS = {
+    "energy_breakdown.png": (
+        "Per config (shape, variant), each energy component's share of the config's energy "
+        "(MACs, HBM read and write, SRAM read and write, PE operand fetch, static power over "
+        "the latency); the total in µJ above each bar. Per-access energies from the topology's "
+        "energy: section (docs/adr/0027). Pale bars are reused from the baseline."
+    ),
+    "perf_per_watt.png": (
+        "TFLOP/s per W (useful FLOPs over all energy, static included) and pJ per useful MAC "
+        "per shape and variant: where a variant that keeps the latency moves more bytes, its "
+        "efficiency drops here. Pale bars are reused from the baseline."
+    ),
     "stage_breakdown.png": (
         "One panel per shape (in order of M*K*N), one bar group per variant: how long each "
         "stage's engines were busy (DMA in, fetch, GEMM, DMA out) against the end-to-end "

@@ -163,6 +163,9 @@ def cost(params: dict[str, Any]) -> float:
 
 
 CAPTIONS = {
+    "energy_breakdown.png": "Per config (TP 4, ring, hidden 4096 and 8192), each energy "
+    "component's share of the layer's energy on all chips; the total in µJ above each bar. "
+    "Pale bars are reused from the baseline.",
     "time_breakdown.png": "Per mode, the layer latency split into compute alone (GEMMs run "
     "without communication) and exposed communication (latency - compute alone), across "
     "tokens, on an 8-chip ring.",

@@ -130,7 +130,7 @@ def build_energy(source: str, value: object, bytes_per_element: int) -> EnergyCo
     }
     static = real(source, "energy.static_w", "num", raw["static_w"], zero_ok=True)
     link_written, link_fj = _link(source, raw["link_pj_per_byte"])
-    written = {key: per_byte[key][0] for key in per_byte}
+    written: dict[str, Any] = {key: per_byte[key][0] for key in per_byte}
     written |= {
         "mac_dtype": dtype,
         "mac_pj": tuple((k, v[0]) for k, v in sorted(table.items())),

@@ -14,6 +14,7 @@ from pytest_npubench import ConfigResult
 from pytest_npubench.plotting import (
     REUSED_ALPHA,
     bars,
+    mark_failed,
     markers,
     measured,
     provenance,
@@ -121,7 +122,7 @@ def perf_per_watt(
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(13, 8), sharex=True)
     width = 0.8 / len(variants)
     for ax, metric in ((top, "tflops_per_w"), (bottom, "pj_per_useful_mac")):
-        xs, heights, cs = [], [], []
+        xs, heights, cs, drawn = [], [], [], []
         for v_i, variant in enumerate(variants):
             for s_i, shape in enumerate(grid):
                 res = grid[shape].get(variant)
@@ -130,7 +131,9 @@ def perf_per_watt(
                 xs.append(s_i + (v_i - (len(variants) - 1) / 2) * width)
                 heights.append(res.metrics[metric])
                 cs.append(to_rgba(colors[variant], 1.0 if measured(res) else REUSED_ALPHA))
+                drawn.append(res)
         bars(ax, xs, heights, width, cs)
+        mark_failed(ax, xs, heights, drawn)
         ax.grid(axis="y", alpha=0.3)
     top.set_ylabel("TFLOP/s per W\n(useful FLOPs / energy)")
     bottom.set_ylabel("pJ per useful MAC\n(all energy / real MACs)")

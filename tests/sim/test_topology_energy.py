@@ -101,3 +101,15 @@ def test_link_energy_per_dimension(tmp_path: Path) -> None:
     topo = load_topology("h100-sxm-8x4")
     assert topo.energy is not None and topo.energy.link_fj == (40000, 120000)
     assert [topo.energy.link_fj_of(d) for d in (0, 1)] == [40000, 120000]
+
+
+def test_an_energy_what_if_through_the_sweep_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``$NPUBENCH_TOPOLOGY_SET`` replaces energy keys like any other (a sweep's variant):
+    twice the SRAM read energy is another machine (another fingerprint)."""
+    from sim.topology import topology_from_env
+
+    monkeypatch.delenv("NPUBENCH_TOPOLOGY", raising=False)
+    monkeypatch.setenv("NPUBENCH_TOPOLOGY_SET", '{"energy.sram_read_pj_per_byte": 1.25}')
+    topo = topology_from_env()
+    assert topo.energy is not None and topo.energy.sram_read_fj == 1250
+    assert topo.fingerprint != load_topology("npu-1h").fingerprint

@@ -9,6 +9,7 @@ innermost first (ADR 0021)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -93,6 +94,42 @@ def _mac_table(source: str, value: object) -> dict[str, tuple[int | float, int]]
     return {name: _pj(source, f"energy.mac_pj.{name}", v) for name, v in table.items()}
 
 
+def _priced(
+    source: str, raw: Mapping[str, Any], table: Mapping[str, Any], bytes_per_element: int
+) -> str:
+    """The operand type whose MAC is priced: ``mac_dtype`` if given (it must be listed and
+    have ``bytes_per_element`` bytes), else the one listed type of that size."""
+    if "mac_dtype" in raw:
+        dtype = raw["mac_dtype"]
+        if not isinstance(dtype, str) or dtype not in MAC_DTYPES:
+            rule = f"must be one of {', '.join(MAC_DTYPES)}"
+            raise fail(source, "energy.mac_dtype", dtype, rule)
+        if MAC_DTYPES[dtype] != bytes_per_element:
+            raise fail(
+                source,
+                "energy.mac_dtype",
+                dtype,
+                f"is {MAC_DTYPES[dtype]} bytes per element but dtype.bytes_per_element is "
+                f"{bytes_per_element}; name the type the PE multiplies, or leave mac_dtype out",
+            )
+        if dtype not in table:
+            rule = f"must give the energy of {dtype} (energy.mac_dtype)"
+            raise fail(source, "energy.mac_pj", dict(raw["mac_pj"]), rule)
+        return dtype
+    sized = [t for t in table if MAC_DTYPES[t] == bytes_per_element]
+    if len(sized) == 1:
+        return sized[0]
+    if not sized:
+        rule = (
+            f"gives no operand type of {bytes_per_element} bytes (dtype.bytes_per_element); "
+            f"add the type the PE multiplies (one of "
+            f"{', '.join(t for t, b in MAC_DTYPES.items() if b == bytes_per_element) or 'none'})"
+        )
+        raise fail(source, "energy.mac_pj", dict(raw["mac_pj"]), rule)
+    rule = f"lists {' and '.join(sized)}, both {bytes_per_element} bytes; name one in mac_dtype"
+    raise fail(source, "energy.mac_pj", dict(raw["mac_pj"]), rule)
+
+
 def _link(source: str, value: object) -> tuple[Any, tuple[int, ...]]:
     key = "energy.link_pj_per_byte"
     if isinstance(value, list):
@@ -105,24 +142,12 @@ def _link(source: str, value: object) -> tuple[Any, tuple[int, ...]]:
 
 
 def build_energy(source: str, value: object, bytes_per_element: int) -> EnergyConfig:
-    """The checked ``energy`` section (every key given); ``mac_dtype`` must name a type of
-    ``bytes_per_element`` bytes that ``mac_pj`` prices."""
+    """The checked ``energy`` section (every key but ``mac_dtype`` given); the MAC priced is
+    ``mac_pj``'s type of ``bytes_per_element`` bytes (``mac_dtype`` names it if two are)."""
     raw = require_mapping(source, "energy", value)
-    check_keys(source, "energy.", raw, set(ENERGY_KEYS))
-    dtype = raw["mac_dtype"]
-    if not isinstance(dtype, str) or dtype not in MAC_DTYPES:
-        raise fail(source, "energy.mac_dtype", dtype, f"must be one of {', '.join(MAC_DTYPES)}")
-    if MAC_DTYPES[dtype] != bytes_per_element:
-        raise fail(
-            source,
-            "energy.mac_dtype",
-            dtype,
-            f"is {MAC_DTYPES[dtype]} bytes per element but dtype.bytes_per_element is "
-            f"{bytes_per_element}; name the type the PE multiplies",
-        )
+    check_keys(source, "energy.", raw, set(ENERGY_KEYS), frozenset({"mac_dtype"}))
     table = _mac_table(source, raw["mac_pj"])
-    if dtype not in table:
-        raise fail(source, "energy.mac_pj", dict(raw["mac_pj"]), f"must give the energy of {dtype}")
+    dtype = _priced(source, raw, table, bytes_per_element)
     per_byte = {
         key: _pj(source, f"energy.{key}", raw[key])
         for key, (kind, _d) in ENERGY_KEYS.items()
@@ -131,8 +156,9 @@ def build_energy(source: str, value: object, bytes_per_element: int) -> EnergyCo
     static = real(source, "energy.static_w", "num", raw["static_w"], zero_ok=True)
     link_written, link_fj = _link(source, raw["link_pj_per_byte"])
     written: dict[str, Any] = {key: per_byte[key][0] for key in per_byte}
+    if "mac_dtype" in raw:  # as written: a file that leaves it out is priced by its dtype
+        written["mac_dtype"] = dtype
     written |= {
-        "mac_dtype": dtype,
         "mac_pj": tuple((k, v[0]) for k, v in sorted(table.items())),
         "link_pj_per_byte": tuple(link_written) if isinstance(link_written, list) else link_written,
         "static_w": static,

@@ -58,6 +58,19 @@ def test_the_shipped_values_are_whole_femtojoules(tmp_path: Path) -> None:
     assert topo.replace_chips(count=4).energy == e  # survives a sweep's chip override
 
 
+def test_the_priced_mac_follows_the_operand_size(tmp_path: Path) -> None:
+    """The MAC priced is mac_pj's type of dtype.bytes_per_element bytes: npu-1h is bf16, the
+    same file at 4 bytes per element prices fp32; mac_dtype chooses between two of one size."""
+    assert load_topology("npu-1h").energy.mac_dtype == "bf16"  # type: ignore[union-attr]
+    data = copy.deepcopy(RAW)
+    data["dtype"]["bytes_per_element"] = 4
+    e = _load(tmp_path, data).energy
+    assert e is not None and (e.mac_dtype, e.mac_fj) == ("fp32", 1150)
+    both = _energy(mac_pj={"bf16": 0.5, "fp16": 0.6}, mac_dtype="fp16")
+    e = _load(tmp_path, both, "both.yaml").energy
+    assert e is not None and (e.mac_dtype, e.mac_fj) == ("fp16", 600)
+
+
 def test_every_preset_has_an_energy_section() -> None:
     for name in ("npu-1h", "h100-sxm-8", "h100-sxm-8x4", "mi300x-8", "mi350x-8"):
         topo = load_topology(name)
@@ -74,7 +87,9 @@ def test_every_preset_has_an_energy_section() -> None:
         ({"static_w": 1.0005}, "energy.static_w", "whole number of milliwatts"),
         ({"mac_dtype": "fp32"}, "energy.mac_dtype", "dtype.bytes_per_element is 2"),
         ({"mac_dtype": "fp64"}, "energy.mac_dtype", "must be one of"),
-        ({"mac_pj": {"fp32": 1.0}}, "energy.mac_pj", "must give the energy of bf16"),
+        ({"mac_pj": {"fp32": 1.0}}, "energy.mac_pj", "no operand type of 2 bytes"),
+        ({"mac_pj": {"bf16": 0.5, "fp16": 0.6}}, "energy.mac_pj", "name one in mac_dtype"),
+        ({"mac_dtype": "fp16", "mac_pj": {"bf16": 0.5}}, "energy.mac_pj", "energy of fp16"),
         ({"link_pj_per_byte": [40, 60]}, "energy.link_pj_per_byte", "1 dimension(s)"),
         ({"link_pj_per_byte": []}, "energy.link_pj_per_byte", "non-empty list"),
     ],

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from benches._ccl_collective_figures import collective_figures
 from benches._ccl_nccltests import write_tables
 from benches._ccl_sweep import CHIPS, GATED_CHIPS, SIZES, TOPOLOGIES, size_label
+from benches._energy_figures import has_energy, pj_per_byte_vs_size
 from benches._shared import bench_topology, grid_by
 from pytest_npubench import ConfigResult
 from pytest_npubench.plotting import (
@@ -385,4 +386,17 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
         _best_algorithm(grid, outdir / "best_algorithm.png"),
         _sim_vs_model(grid, outdir / "sim_vs_model.png"),
         *collective_figures(grid, outdir, TOPOLOGY.fingerprint),
+        *_energy_figures(grid, outdir),
     ]
+
+
+def _energy_figures(grid: Grid, outdir: Path) -> list[Path]:
+    """pJ per message byte against size per algorithm, at GATED_CHIPS (none without energy)."""
+    rows = _at_chips(grid, GATED_CHIPS)
+    if not has_energy(rows):
+        return []
+    panels: dict[str, dict[str, list[ConfigResult]]] = {}
+    for r in rows:
+        panels.setdefault(r.params["topology"], {}).setdefault(r.params["algorithm"], []).append(r)
+    where = f" on {TOPOLOGY.fingerprint}, {GATED_CHIPS} chips"
+    return [pj_per_byte_vs_size(panels, outdir / "energy_per_byte_vs_size.png", where)]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from benches import _gemm_systolic as systolic
+from benches._energy_figures import energy_breakdown, has_energy, perf_per_watt
 from benches._gemm_roofline import draw_roofline
 from benches._gemm_roofline import roofline_labels as roofline_labels
 from benches._shared import bench_topology, grid_by
@@ -97,7 +98,25 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
         _roofline(grid, outdir / "roofline.png"),
     ]
     paths.append(pe_models)
+    if has_energy(_all(grid)):
+        rows = [
+            (f"{_shape_label(shape, newline=False)} {v}", row[v])
+            for shape, row in grid.items()
+            for v in VARIANTS
+            if v in row
+        ]
+        title = "GEMM energy by component per config (shape, variant)"
+        paths.append(energy_breakdown(rows, outdir / "energy_breakdown.png", title, _where()))
+        paths.append(
+            perf_per_watt(
+                grid, VARIANTS, VARIANT_COLORS, _shape_label, outdir / "perf_per_watt.png", _where()
+            )
+        )
     return paths
+
+
+def _where() -> str:
+    return f" on {TOPOLOGY.fingerprint}"
 
 
 def stage_panel(row: dict[str, ConfigResult]) -> dict[str, Any]:

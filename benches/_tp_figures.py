@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benches._energy_figures import energy_breakdown, has_energy
 from benches._shared import grid_by
 from pytest_npubench import ConfigResult
 from pytest_npubench.plotting import (
@@ -458,4 +459,20 @@ def figures(
         _speedup(grid, topo, outdir / "speedup.png"),
         _scaling(grid, topo, outdir / "strong_scaling.png", topology_for, layer_config),
         _timeline(topo, topology_for, layer_config, outdir / "timeline.png"),
+        *_energy(grid, topo, outdir),
     ]
+
+
+def _energy(grid: Grid, topo: Topology, outdir: Path) -> list[Path]:
+    """Energy by component per config: TP BREAKDOWN_TP on FIG_TOPOLOGY at the real hidden
+    sizes, per layer, tokens and mode (none on a topology without energy)."""
+    keys = sorted(
+        (k for k in grid if k[3] == BREAKDOWN_TP and k[4] == FIG_TOPOLOGY and k[1] >= 4096),
+        key=lambda k: (k[0], k[1], k[2], MODES.index(k[5])),
+    )
+    rows = [(f"{k[0]} h{k[1]} t{k[2]} {k[5]}", grid[k]) for k in keys]
+    if not has_energy([r for _l, r in rows]):
+        return []
+    title = f"TP layer energy by component per config (TP {BREAKDOWN_TP}, {FIG_TOPOLOGY})"
+    where = f" on {topo.fingerprint}"
+    return [energy_breakdown(rows, outdir / "energy_breakdown.png", title, where)]

@@ -56,6 +56,7 @@ from benches._ccl_sweep import (
     gated_more,
     size_label,
 )
+from benches._energy import energy_meta, energy_spec, energy_values
 from benches._invariants import ccl_invariants
 from benches._shared import bench_topology, chips_meta, trace_writer
 from pytest_npubench import Bench, Metric, Result, Sweep
@@ -69,6 +70,7 @@ from sim import (
     run_collective,
 )
 from sim.collectives import COLLECTIVE_ALGORITHMS, CollectiveRun, algorithms_for, bus_factor
+from sim.energy import FJ_PER_PJ, collective_counts, energy_of
 
 TOPOLOGY = bench_topology()
 
@@ -94,6 +96,29 @@ METRICS = {
     "link_util_peak": Metric("1", "higher", **_INFO),
     "reduce_util_peak": Metric("1", "higher", **_INFO),
 }
+METRICS |= energy_spec(
+    TOPOLOGY,
+    0.001,
+    {
+        "pj_per_byte_moved": Metric("pJ/B", "lower", **_INFO),
+        "pj_per_message_byte": Metric("pJ/B", "lower", **_INFO),
+    },
+)
+
+
+def _energy(sim_run: CollectiveRun, topo: Topology, got: dict[str, float]) -> dict[str, float]:
+    """Energy, power, pJ per byte moved over the links (every hop) and per message byte."""
+    if topo.energy is None:
+        return {}
+    per_dimension = len(set(topo.energy.link_fj)) > 1
+    energy = energy_of(collective_counts(sim_run, topo, got, per_dimension), topo.energy)
+    pj = energy.total_fj / FJ_PER_PJ
+    moved = got["link_bytes_total"]
+    return {
+        **energy_values(topo, energy),
+        "pj_per_byte_moved": pj / moved if moved else 0.0,
+        "pj_per_message_byte": pj / sim_run.nbytes if sim_run.nbytes else 0.0,
+    }
 
 
 def config_id(params: dict[str, Any]) -> str:
@@ -155,6 +180,7 @@ def run(params: dict[str, Any]) -> Result:
         "sim_model_ratio": sim_run.time_ps / mod.time_ps if mod.time_ps else 1.0,
         "bound_ns": bounds.time_ps / 1000,
         "algo_bound_busbw_gbs": algo_bound,
+        **_energy(sim_run, topo, got),
     }
     # the timed program's dependency graph orders every producer before its consumers
     race = sim_run.dependency_race()
@@ -185,10 +211,16 @@ def meta() -> dict[str, Any]:
         torus_dims={str(p): list(d) for p, d in TORUS_DIMS.items()},
         gated_chips=GATED_CHIPS,
         gated_sizes={str(p): list(v) for p, v in GATED_SIZES.items()},
+        **energy_meta(TOPOLOGY),
     )
 
 
 CAPTIONS = {
+    "energy_per_byte_vs_size.png": (
+        f"Allreduce energy per message byte (all chips: HBM, links per hop, reductions, static "
+        f"power over the time) against size at {GATED_CHIPS} chips, one panel per "
+        "interconnect, one line per algorithm. Hollow markers are reused from the baseline."
+    ),
     "busbw_vs_size.png": (
         f"Bus bandwidth (nccl-tests busbw) against message size at {GATED_CHIPS} chips, one "
         "panel per interconnect, log scale so the latency-bound small messages show. The "

@@ -14,6 +14,7 @@ from typing import Any
 
 from benches import _gemm_paths as paths
 from benches import _gemm_systolic as systolic
+from benches._energy import energy_explain, energy_meta, energy_spec, energy_values
 from benches._gemm_figures import STAGE_NAMES, Shape, figures
 from benches._gemm_figures import figure_grid as figure_grid
 from benches._invariants import gemm_invariants
@@ -21,6 +22,7 @@ from benches._shared import bench_topology, topology_meta, trace_writer
 from pytest_npubench import Bench, Metric, Result, Sweep
 from sim import VARIANTS, GemmShape, OpLog, check_coverage, gemm_metrics
 from sim import run_gemm as simulate_gemm
+from sim.energy import FJ_PER_PJ, energy_of, gemm_counts, power_w
 from sim.gemm.datacheck import DataCheckError, check_gemm_data
 from sim.gemm.layout import STAGES
 from sim.gemm.metrics import hbm_channel_busy
@@ -79,6 +81,10 @@ def _metric_spec() -> dict[str, Metric]:
         "arith_intensity_flop_per_byte": Metric("FLOP/B", "higher", **info),
         "roofline_frac": Metric("1", "higher", **info),
         "sram_bytes": Metric("B", "lower", **exact),
+        "sram_read_bytes": Metric("B", "lower", **exact),
+        "sram_write_bytes": Metric("B", "lower", **exact),
+        "fetch_bytes": Metric("B", "lower", **exact),
+        "macs_issued": Metric("1", "lower", **exact),
         "buffers_a": Metric("1", "lower", **exact),
         "buffers_b": Metric("1", "lower", **exact),
         "buffers_c": Metric("1", "lower", **exact),
@@ -96,7 +102,11 @@ def _metric_spec() -> dict[str, Metric]:
             spec[f"{scope}.inflight_ns"] = Metric("ns", "lower", **timed)
             spec[f"{scope}.occupancy"] = Metric("1", "higher", **info)
             spec[f"{scope}.records"] = Metric("1", "lower", **exact)
-    return spec
+    efficiency = {
+        "tflops_per_w": Metric("TFLOP/s/W", "higher", **info),
+        "pj_per_useful_mac": Metric("pJ", "lower", **info),
+    }
+    return {**spec, **energy_spec(TOPOLOGY, LATENCY_TOLERANCE, efficiency)}
 
 
 METRICS = _metric_spec()
@@ -116,7 +126,10 @@ def run(params: dict[str, Any]) -> Result:
         check_coverage(sim_run)
     except AssertionError as exc:
         problems.append(str(exc))
-    metrics = {k: v for k, v in gemm_metrics(sim_run).items() if k in METRICS}
+    got = gemm_metrics(sim_run)
+    counts = gemm_counts(sim_run, got)
+    got |= {"sram_read_bytes": counts.sram_read, "sram_write_bytes": counts.sram_write}
+    metrics = {k: v for k, v in got.items() if k in METRICS}
     _channel, busiest_ps, _total = hbm_channel_busy(sim_run.program)
     metrics["hbm.busiest_pc_ns"] = busiest_ps / 1000
     if sim_run.program.plan.tile_ops <= FUNCTIONAL_MAX_TILE_OPS:
@@ -127,8 +140,22 @@ def run(params: dict[str, Any]) -> Result:
             if "busiest HBM pseudo-channel" not in text:  # a hazard: the C check says it
                 text += f"; {_channel_line(metrics)}"
             problems.append(f"data check: {text}")
+    metrics |= _energy(sim_run.program.topo, counts, metrics, shape.macs)
     problems += gemm_invariants(sim_run, metrics)  # derived metrics, engines' records (issue 26)
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
+
+
+def _energy(topo: Any, counts: Any, metrics: dict[str, Any], useful_macs: int) -> dict[str, float]:
+    """Energy, power and the GEMM's efficiencies (TFLOP/s per W, pJ per useful MAC)."""
+    if topo.energy is None:
+        return {}
+    energy = energy_of(counts, topo.energy)
+    watts = power_w(energy)
+    return {
+        **energy_values(topo, energy),
+        "tflops_per_w": metrics["tflops"] / watts if watts else 0.0,
+        "pj_per_useful_mac": energy.total_fj / FJ_PER_PJ / useful_macs,
+    }
 
 
 def excluded(params: dict[str, Any]) -> bool:
@@ -179,6 +206,7 @@ def explain(current: Mapping[str, float], baseline: Mapping[str, float]) -> list
         for what, key in (("busy", "busy_ns"), ("in flight", "inflight_ns"))
     ]
     rows = []
+    energy = energy_explain(current, baseline)
     for label, key in items:
         if key not in current or key not in baseline:
             continue
@@ -196,7 +224,7 @@ def explain(current: Mapping[str, float], baseline: Mapping[str, float]) -> list
             lines.append(f"{label} new ({_us(before)} -> {_us(after)})")
         else:
             lines.append(f"{label} {change:+.2%} ({_us(before)} -> {_us(after)})")
-    return lines
+    return energy + lines
 
 
 def op_log(params: dict[str, Any]) -> OpLog:
@@ -215,10 +243,22 @@ def meta() -> dict[str, Any]:
         tile_mkn=[pe.tile_m, pe.tile_k, pe.tile_n],
         bytes_per_element=TOPOLOGY.bpe,
         functional_check_max_tile_ops=FUNCTIONAL_MAX_TILE_OPS,
+        **energy_meta(TOPOLOGY),
     )
 
 
 CAPTIONS = {
+    "energy_breakdown.png": (
+        "Per config (shape, variant), each energy component's share of the config's energy "
+        "(MACs, HBM read and write, SRAM read and write, PE operand fetch, static power over "
+        "the latency); the total in µJ above each bar. Per-access energies from the topology's "
+        "energy: section (docs/adr/0027). Pale bars are reused from the baseline."
+    ),
+    "perf_per_watt.png": (
+        "TFLOP/s per W (useful FLOPs over all energy, static included) and pJ per useful MAC "
+        "per shape and variant: where a variant that keeps the latency moves more bytes, its "
+        "efficiency drops here. Pale bars are reused from the baseline."
+    ),
     "stage_breakdown.png": (
         "One panel per shape (in order of M*K*N), one bar group per variant: how long each "
         "stage's engines were busy (DMA in, fetch, GEMM, DMA out) against the end-to-end "

@@ -29,13 +29,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from benches._energy import energy_spec, energy_values
 from benches._real_figures import figures
 from pytest_npubench import Bench, Metric, Result
 from sim import Topology, load_topology
 from sim.calibrate import BANDS, Table, band_errors, read_table
 from sim.calibrate.bands import band_of
 from sim.calibrate.nccltests import bus_factor
-from sim.collectives import run_collective
+from sim.collectives import collective_metrics, run_collective
+from sim.energy import FJ_PER_PJ, AccessCounts, Energy, collective_counts, energy_of
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "tests" / "data" / "published"
 #: preset -> its published table (tests/data/published), algorithm as the library runs it
@@ -86,6 +88,20 @@ METRICS = {
     **{f"sim_us_{size_key(s)}": Metric("us", "lower", **_INFO) for s in ALL_SIZES},
     **{f"published_us_{size_key(s)}": Metric("us", "lower", **_INFO) for s in ALL_SIZES},
 }
+#: energy over the band's sizes, one run each (every preset of SYSTEMS has an energy: section)
+METRICS |= energy_spec(
+    load_topology(next(iter(SYSTEMS))),
+    0.001,
+    {"pj_per_message_byte": Metric("pJ/B", "lower", **_INFO)},
+)
+
+
+def _band_energy(energies: list[Energy]) -> Energy | None:
+    """The band's runs' energies summed (time summed too: power is their average)."""
+    if not energies:
+        return None
+    parts = {k: sum(e.component(k) for e in energies) for k, _v in energies[0].fj}
+    return Energy(tuple(parts.items()), sum(e.time_ps for e in energies), energies[0].chips)
 
 
 def config_id(params: dict[str, Any]) -> str:
@@ -100,6 +116,7 @@ def run(params: dict[str, Any]) -> Result:
     sizes: list[int] = []
     published, simulated, wrong = [], [], 0
     race = ""
+    energies: list[Energy] = []
     metrics: dict[str, float] = {}
     for size in ALL_SIZES:  # sizes outside the band (or this system's table): 0
         metrics[f"sim_us_{size_key(size)}"] = metrics[f"published_us_{size_key(size)}"] = 0.0
@@ -111,6 +128,11 @@ def run(params: dict[str, Any]) -> Result:
             race = got.dependency_race()
         sim_us = got.time_ps / 1e6
         wrong += got.wrong
+        if topo.energy is not None:
+            counts: AccessCounts = collective_counts(
+                got, topo, collective_metrics(got), len(set(topo.energy.link_fj)) > 1
+            )
+            energies.append(energy_of(counts, topo.energy))
         sizes.append(size)
         published.append(time_us)
         simulated.append(sim_us)
@@ -122,6 +144,10 @@ def run(params: dict[str, Any]) -> Result:
     ratios = [s / p for s, p in zip(simulated, published, strict=True)]
     metrics["worst_ratio"] = max(ratios, key=lambda r: abs(math.log(r)))
     metrics["wrong"] = wrong
+    band_energy = _band_energy(energies)
+    if band_energy is not None:
+        metrics |= energy_values(topo, band_energy)
+        metrics["pj_per_message_byte"] = band_energy.total_fj / FJ_PER_PJ / sum(sizes)
     problems = []
     if wrong:
         problems.append(f"#wrong = {wrong}: a simulated run's replayed result differs")

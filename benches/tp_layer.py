@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benches._energy import energy_meta, energy_spec, energy_values
 from benches._invariants import tp_invariants
 from benches._shared import bench_topology, chips_meta, trace_writer
 from benches._tp_figures import figure_grid as figure_grid
@@ -28,6 +29,7 @@ from benches._tp_figures import figures
 from pytest_npubench import Bench, Metric, Result, Sweep
 from sim import LayerConfig, OpLog, Topology, check_layer_data, layer_metrics
 from sim import run_layer as simulate_layer_run
+from sim.energy import energy_of, layer_counts
 from sim.tp.config import LAYERS, MODES
 from sim.tp.depcheck import check_layer_dependencies
 
@@ -78,6 +80,7 @@ METRICS = {
     "sim_model_ratio": Metric("1", "lower", **_INFO),
     "wrong": Metric("elements", "lower", **_INFO),
 }
+METRICS |= energy_spec(TOPOLOGY, TIME_TOLERANCE, {"uj_per_token": Metric("uJ", "lower", **_INFO)})
 
 
 def config_id(params: dict[str, Any]) -> str:
@@ -127,6 +130,11 @@ def run(params: dict[str, Any]) -> Result:
             f"serial latency {lat} ps is not compute {comp} + communication {comm} ps within 1 %"
         )
     metrics["wrong"] = wrong
+    topo = sim_run.topo
+    if topo.energy is not None:
+        counts = layer_counts(sim_run, int(metrics["link_bytes_total"]))
+        metrics |= energy_values(topo, energy_of(counts, topo.energy))
+        metrics["uj_per_token"] = metrics["energy_uj"] / params["tokens"]
     problems += tp_invariants(sim_run, metrics, topology_for(params))  # issue 26
     return Result(metrics=metrics, ok=not problems, message="; ".join(problems))
 
@@ -146,6 +154,7 @@ def meta() -> dict[str, Any]:
         gemm_variant=LayerConfig("mlp", 1, 1, "serial").variant,
         functional_max_macs=FUNCTIONAL_MAX_MACS,
         gated_real=GATED_REAL,
+        **energy_meta(TOPOLOGY),
     )
 
 
@@ -154,6 +163,9 @@ def cost(params: dict[str, Any]) -> float:
 
 
 CAPTIONS = {
+    "energy_breakdown.png": "Per config (TP 4, ring, hidden 4096 and 8192), each energy "
+    "component's share of the layer's energy on all chips; the total in µJ above each bar. "
+    "Pale bars are reused from the baseline.",
     "time_breakdown.png": "Per mode, the layer latency split into compute alone (GEMMs run "
     "without communication) and exposed communication (latency - compute alone), across "
     "tokens, on an 8-chip ring.",

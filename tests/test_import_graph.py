@@ -194,6 +194,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
             "checks",
             "dimensions_schema",
             "collectives_schema",
+            "energy_schema",
             "schema",
             "overrides",
             "loader",
@@ -264,6 +265,14 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
         ],
         {"sim.fabric", "sim.topology", "sim.limits", "sim.errors", "sim.oplog", "sim.units"},
     ),
+    "sim.energy": (
+        ["model", "counts", "metrics"],
+        {
+            *("sim.topology", "sim.topology.energy_schema", "sim.collectives"),
+            *("sim.collectives.fast", "sim.fabric", "sim.gemm.program", "sim.gemm.run"),
+            *("sim.tp.config", "sim.tp.cosim", "sim.tp.curve", "sim.tp.run"),
+        },
+    ),
     "sim.calibrate": (
         ["files", "bands", "nccltests", "yamlkeys", "evaluate", "fit", "report", "cli"],
         {"sim.topology", "sim.collectives", "sim.errors", "sim.inputfile"},
@@ -305,6 +314,7 @@ ALLOWED = {
         *("gemm", "fabric", "collectives", "core", "hbm"),
         *("oplog", "topology", "units", "errors"),
     },
+    "sim.energy": {"topology", "collectives", "fabric", "gemm", "tp"},
     "sim.trace": {"oplog"},
     "sim.calibrate": {"topology", "collectives", "errors", "inputfile"},
     "sim.__main__": {"calibrate", "errors", "gemm", "scalesim_files", "systolic", "topology"},

@@ -281,6 +281,8 @@ def gemm_metrics(run: GemmRun) -> dict[str, float]:
         "arith_intensity_flop_per_byte": intensity,
         "roofline_frac": tflops / roofline_tflops(topo, intensity),
         "sram_bytes": prog.sram_bytes(),
+        "macs_issued": issued_macs,  # padded MACs included: the PE does them (energy)
+        "fetch_bytes": stage_bytes("fetch"),  # operand bytes SRAM -> PE (energy)
         "buffers_a": prog.buffers.a,
         "buffers_b": prog.buffers.b,
         "buffers_c": prog.buffers.c,

@@ -36,6 +36,12 @@ from sim.topology.dimensions_schema import (
     refuse_both_forms,
     with_dimensions,
 )
+from sim.topology.energy_schema import (
+    EnergyConfig,
+    build_energy,
+    check_energy_against,
+    energy_content,
+)
 from sim.topology.sections import (
     PE_SYSTOLIC_KEYS,
     PE_TILE_ONLY_KEYS,
@@ -74,6 +80,7 @@ class Topology:
     fingerprint: str
     source: str
     collectives: CollectivesConfig = dataclasses.field(default_factory=CollectivesConfig)
+    energy: EnergyConfig | None = None  # no ``energy:`` section: energy metrics are absent
 
     @property
     def bpe(self) -> int:
@@ -124,7 +131,7 @@ class Topology:
     def to_dict(self) -> dict[str, Any]:
         """The normalised content (what the fingerprint hashes)."""
         sections = {section: getattr(self, section) for section in _SCHEMA}
-        return _content(self.name, self.clock_ghz, sections, self.collectives)
+        return _content(self.name, self.clock_ghz, sections, self.collectives, self.energy)
 
 
 # --- schema -------------------------------------------------------------------------------
@@ -161,7 +168,7 @@ _SCHEMA: dict[str, dict[str, tuple[str, str]]] = {
     },
 }
 _CHOICES = {"chips.topology": CHIP_TOPOLOGIES, "pe.model": PE_MODELS, "pe.dataflow": DATAFLOWS}
-_TOP_LEVEL = {"name", "clock_ghz", *_SCHEMA, "collectives"}
+_TOP_LEVEL = {"name", "clock_ghz", *_SCHEMA, "collectives", "energy"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _SECTION_TYPES: dict[str, type] = {
     "dtype": DTypeConfig,
@@ -364,7 +371,7 @@ def build(data: object, source: str) -> Topology:
     """Validate a topology's parsed content (``source`` names it in messages) and build it;
     the only way a :class:`Topology` is made."""
     data = require_mapping(source, "<top level>", data)
-    check_keys(source, "", data, _TOP_LEVEL, frozenset({"collectives"}))
+    check_keys(source, "", data, _TOP_LEVEL, frozenset({"collectives", "energy"}))
     name = data["name"]
     if not isinstance(name, str) or not _NAME.match(name):
         raise fail(
@@ -400,9 +407,13 @@ def build(data: object, source: str) -> Topology:
     collectives = CollectivesConfig()
     if "collectives" in data:
         collectives = build_collectives(source, data["collectives"])
+    energy = None
+    if "energy" in data:
+        energy = build_energy(source, data["energy"], sections["dtype"].bytes_per_element)
+        check_energy_against(source, energy, len(dimensions_of(chips)))
     _check_durations(source, sections, collectives)
     _check_clock(source, clock, sections["pe"])
-    normal = _content(name, clock, sections, collectives)
+    normal = _content(name, clock, sections, collectives, energy)
     digest = hashlib.sha256(json.dumps(normal, sort_keys=True).encode()).hexdigest()[:12]
     return Topology(
         name=name,
@@ -410,6 +421,7 @@ def build(data: object, source: str) -> Topology:
         fingerprint=f"{name}:{digest}",
         source=source,
         collectives=collectives,
+        energy=energy,
         **sections,
     )
 
@@ -429,15 +441,23 @@ def _build_dimensions_chips(source: str, raw: Mapping[str, Any]) -> ChipsConfig:
 
 
 def _content(
-    name: str, clock: float, sections: Mapping[str, Any], collectives: CollectivesConfig
+    name: str,
+    clock: float,
+    sections: Mapping[str, Any],
+    collectives: CollectivesConfig,
+    energy: EnergyConfig | None = None,
 ) -> dict[str, Any]:
     """The canonical content the fingerprint hashes (and ``to_dict`` gives): every section's
-    plain values; ``collectives`` only with the keys that differ from neutral."""
+    plain values; ``collectives`` only with the keys that differ from neutral; ``energy`` as
+    written, when the file has it (a change of energy constants is a change of the machine,
+    docs/adr/0027; a file without it keeps its fingerprint)."""
     out: dict[str, Any] = {"name": name, "clock_ghz": clock}
     out.update({k: _normal(v) for k, v in sections.items()})
     extra = collectives_content(collectives)
     if extra:
         out["collectives"] = extra
+    if energy is not None:
+        out["energy"] = energy_content(energy)
     return out
 
 

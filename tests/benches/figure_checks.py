@@ -61,6 +61,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         "benches._ccl_collective_figures",
         "benches._gemm_systolic",
         "benches._real_figures",
+        "benches._energy_figures",
     ):
         module = importlib.import_module(name)
         if hasattr(module, "save"):

@@ -45,6 +45,7 @@ from sim.fabric.quotient import (
     Quotient,
     digit_translations,
     digit_xors,
+    order_rotations,
     time_by_quotient,
 )
 from sim.fabric.ring_quotient import direct_by_ring_rotation, expand_direct, goes_up
@@ -81,6 +82,7 @@ __all__ = [
     "goes_up",
     "hbm_default",
     "one_after_another",
+    "order_rotations",
     "ring_links",
     "ring_network",
     "ring_route",

@@ -45,8 +45,11 @@ from sim.fabric.quotient import (
     Quotient,
     digit_translations,
     digit_xors,
+    link_maps,
     order_rotations,
+    stream_geometry,
     time_by_quotient,
+    time_representatives,
 )
 from sim.fabric.ring_quotient import direct_by_ring_rotation, expand_direct, goes_up
 from sim.fabric.ring_quotient import turn as ring_turn
@@ -81,6 +84,7 @@ __all__ = [
     "expand_direct",
     "goes_up",
     "hbm_default",
+    "link_maps",
     "one_after_another",
     "order_rotations",
     "ring_links",
@@ -88,6 +92,8 @@ __all__ = [
     "ring_route",
     "ring_turn",
     "simulate_fabric",
+    "stream_geometry",
     "time_by_quotient",
+    "time_representatives",
     "torus_cycle",
 ]

@@ -59,8 +59,11 @@ __all__ = [
     "Quotient",
     "digit_translations",
     "digit_xors",
+    "link_maps",
     "order_rotations",
+    "stream_geometry",
     "time_by_quotient",
+    "time_representatives",
 ]
 
 
@@ -425,6 +428,36 @@ def _try(
     at = np.repeat(q_start[phq], nrec) + offset
     log = op_log(net, program, nrec, q_log.start[at], q_log.end[at], routes)
     return log, Quotient(group, reps, quotient, q_log, phq)
+
+
+def link_maps(net: Network, group: ChipGroup) -> I64 | None:
+    """Per element of ``group``, the image of every link (``(|G|, links)``), or None when an
+    element is not a network automorphism (links onto links of the same values)."""
+    lay = _Layout(net)
+    out = np.empty((group.order, len(net.links)), dtype=np.int64)
+    for e, perm in enumerate(group.elements):
+        nodes = lay.node_map(perm)
+        links = None if nodes is None else lay.link_map(nodes)
+        if links is None:
+            return None
+        out[e] = links
+    return out
+
+
+def stream_geometry(lo: I64, hi: I64, x: I64, y: I64) -> I64:
+    """What the streaming rule reads of producers' spans ``[lo, hi)`` and dependents'
+    ``[x, y)``, as columns (all zero: no dependent needs part of a span)."""
+    return _geometry(lo, hi, x, y)
+
+
+def time_representatives(
+    net: Network, program: FabricProgram, routes: list[tuple[int, ...]]
+) -> OpLog:
+    """A quotient program timed by the event engine with contention, each op on ``routes``
+    (its hops on the representatives of the links it really crosses)."""
+    return simulate_events(
+        net, program, op_holds(net, program, routes), contention=True, routes=routes
+    )
 
 
 def _link_reps(lay: _Layout, el: I64, nlinks: int) -> I64 | None:

@@ -43,7 +43,7 @@ from functools import cached_property
 
 import numpy as np
 
-from sim.collectives.algorithms import build_schedule
+from sim.collectives.catalog import build_schedule
 from sim.collectives.compile import Compiled, fabric_program
 from sim.collectives.fast import SymmetricRun
 from sim.collectives.orbit import (
@@ -53,14 +53,17 @@ from sim.collectives.orbit import (
     Orbits,
     RouteTable,
     expander,
+    groups_for,
     invariant,
     orbit_quotient,
     ring_layout,
+    schedule_layout,
     stand_ins,
 )
 from sim.collectives.run import FAST_PATHS
 from sim.collectives.schedule import COLLECTIVES, I64, Schedule
 from sim.collectives.verify import Replayed, ReplayError, replay
+from sim.errors import NpuSimError
 from sim.fabric import (
     FORWARD,
     HBM_ENGINE,
@@ -76,7 +79,6 @@ from sim.fabric import (
     build_network,
     hbm_default,
     link_maps,
-    order_rotations,
     time_representatives,
 )
 from sim.limits import ops_budget
@@ -130,7 +132,12 @@ def _replay(
     for i in order.tolist():
         si = int(q.q_sub[i])
         if kind[i] == TRANSFER:
-            stash[i] = state[row[i], lo[si] : hi[si]].copy()
+            if sub.fresh[si]:  # reads the chip's input buffer
+                fresh = np.zeros((hi[si] - lo[si], p), dtype=np.int8)
+                fresh[:, prog.src[i]] = 1
+                stash[i] = fresh
+            else:
+                stash[i] = state[row[i], lo[si] : hi[si]].copy()
             continue
         t_sub = sp.consumes[si]  # the real transfer
         stand = int(prog.consumes[i])
@@ -188,6 +195,7 @@ class OrbitRun(SymmetricRun):
     node's ops (module docstring); ``schedule``, ``compiled`` and ``final`` are built when
     asked, for the sizes where the full program fits."""
 
+    algorithm: str
     collective: str
     count: int
     chunk: int
@@ -200,6 +208,7 @@ class OrbitRun(SymmetricRun):
         self,
         topo: Topology,
         net: Network,
+        algorithm: str,
         collective: str,
         count: int,
         chunk: int,
@@ -216,6 +225,7 @@ class OrbitRun(SymmetricRun):
             ("orbits", orbits),
             ("topo", topo),
             ("network", net),
+            ("algorithm", algorithm),
             ("collective", collective),
             ("count", count),
             ("chunk", chunk),
@@ -234,7 +244,7 @@ class OrbitRun(SymmetricRun):
         return build_schedule(
             self.topo,
             self.nbytes,
-            "ring",
+            self.algorithm,
             self.collective,
             chunk_bytes=self.chunk,
             network=self.network,
@@ -262,7 +272,8 @@ class OrbitRun(SymmetricRun):
 
     def __repr__(self) -> str:
         return (
-            f"OrbitRun(ring {self.collective} of {self.nbytes} B on {self.chips} chips, "
+            f"OrbitRun({self.algorithm} {self.collective} of {self.nbytes} B on {self.chips} "
+            "chips, "
             f"{len(self.group.elements)} turns)"
         )
 
@@ -310,12 +321,17 @@ class OrbitRun(SymmetricRun):
         }
 
 
-def orbit_ring_run(
+#: Algorithms taken here besides the flat ring (their schedules are small; their programs
+#: are not): the others of the catalog run faster on :mod:`sim.collectives.fast_product`.
+SCHEDULED = ("direct", "hierarchical", "tree_ring")
+
+
+def orbit_run(
     topo: Topology, nbytes: object, algorithm: object, collective: object, chunk_bytes: object
 ) -> OrbitRun | None:
-    """The run of the flat ring on two or more switch / fully connected dimensions from one
-    node's ops (module docstring), or None for any other case."""
-    if algorithm != "ring" or collective not in COLLECTIVES:
+    """The run of a collective on two or more switch / fully connected dimensions from its
+    representatives' ops (module docstring), or None for any other case."""
+    if collective not in COLLECTIVES or (algorithm != "ring" and algorithm not in SCHEDULED):
         return None
     dims = dimensions_of(topo.chips)
     if len(dims) < 2 or any(d.shape not in SHAPES for d in dims) or dims[-1].size < 2:
@@ -330,51 +346,89 @@ def orbit_ring_run(
     net = build_network(topo)
     count = nbytes // bpe
     depth = max(1, topo.chips.staging_buffers // 2)
-    lay = ring_layout(net, str(collective), count, bpe, chunk, depth)
-    if lay is None:
+    sizes = tuple(d.size for d in dims)
+    if algorithm == "ring":
+        lay = ring_layout(net, str(collective), count, bpe, chunk, depth)
+        groups = groups_for(sizes, net.ring_order())[-1:]
+        shares = lay.shares if lay is not None else ()
+    else:
+        try:
+            sched = build_schedule(topo, nbytes, str(algorithm), str(collective), network=net)
+        except NpuSimError:
+            return None  # the general path says why
+        if sched.blocking or sched.channels:
+            return None
+        lay = schedule_layout(sched)
+        groups = groups_for(sizes)
+        shares = sched.shares
+    if lay is None or not len(lay.src):
         return None
-    group = order_rotations(net.ring_order(), len(net.ring_order()) // dims[-1].size)
-    if group is None or (group.elements[1:] == np.arange(net.chips)).any():
-        return None
-    maps = link_maps(net, group)
-    if maps is None or not invariant(lay, net, group, maps):
-        return None
-    orb = Orbits(group)
-    rt = RouteTable(net)
-    stand = stand_ins(lay, net, orb, rt)
-    if stand is None:
-        return None
-    q_records = len(orb.reps) * lay.steps * 2 * lay.k * 4  # the quotient's ops, hops at most 4
-    if q_records > ops_budget():
-        return None  # the general path refuses it, naming the budget
-    sched = Schedule(
+    base = Schedule(
         collective=collective,
-        algorithm="ring",
+        algorithm=algorithm,  # type: ignore[arg-type]
         chips=net.chips,
         count=count,
         bytes_per_element=bpe,
         chunk_bytes=chunk,
         steps=(),
-        shares=lay.shares,
+        shares=shares,
         depth=depth,
     )
-    q = orbit_quotient(lay, orb, stand, sched)
+    rt = RouteTable(net, int(lay.lane.max(initial=0)) + 1)
+    for group in groups:
+        got = _run_on(topo, net, lay, group, rt, base)
+        if got is not None:
+            return got
+    return None
+
+
+def _run_on(
+    topo: Topology, net: Network, lay: Layout, group: ChipGroup, rt: RouteTable, base: Schedule
+) -> OrbitRun | None:
+    if (group.elements[1:] == np.arange(net.chips)).any():
+        return None  # not free
+    maps = link_maps(net, group)
+    if maps is None or not invariant(lay, net, group, maps, rt):
+        return None
+    orb = Orbits(group)
+    stand = stand_ins(lay, net, orb, rt)
+    if stand is None:
+        return None
+    hops = rt.hops[lay.src, lay.dst]
+    records = int((lay.k[lay.step] * (hops + 1)).sum()) // group.order  # the quotient's
+    if records > ops_budget():
+        return None  # the general path refuses it, naming the budget
+    q = orbit_quotient(lay, orb, stand, base)
     if q is None:
         return None
     link_rep = maps.min(axis=0)
+    lanes = q.program.lane or [0] * len(q.program)
     q_routes = [
-        tuple(int(link_rep[x]) for x in net.routes[a][b]) if kk == TRANSFER else ()
-        for kk, a, b in zip(q.program.kind, q.program.src, q.program.dst, strict=True)
+        tuple(int(link_rep[x]) for x in net.route(a, b, w)) if kk == TRANSFER else ()
+        for kk, a, b, w in zip(q.program.kind, q.program.src, q.program.dst, lanes, strict=True)
     ]
     view = time_representatives(net, q.program, q_routes)
     names = (*net.names, REDUCE_ENGINE, HBM_ENGINE)
     rep = OpLog.from_columns(names, STAGES, {c: view.column(c) for c in view.stored})
     log = SymmetricLog(rep, group.order, expander(net, lay, orb, stand, q, rep, rt))
     try:
-        checked = _replay(lay, orb, q, rep, net, str(collective))
+        checked = _replay(lay, orb, q, rep, net, str(base.collective))
     except _Fallback:
         return None
-    return OrbitRun(topo, net, str(collective), count, chunk, group, q, log, checked, lay, orb)
+    return OrbitRun(
+        topo,
+        net,
+        str(base.algorithm),
+        str(base.collective),
+        base.count,
+        base.chunk_bytes,
+        group,
+        q,
+        log,
+        checked,
+        lay,
+        orb,
+    )
 
 
-FAST_PATHS.append(orbit_ring_run)
+FAST_PATHS.append(orbit_run)

@@ -34,8 +34,6 @@ with the event engine up to 64 chips). ``#wrong`` is the replay of the full log
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sim.collectives.budget import collective_arguments
@@ -43,18 +41,15 @@ from sim.collectives.catalog import build_schedule
 from sim.collectives.compile import Compiled, chunk_count
 from sim.collectives.lockstep import compile_schedule
 from sim.collectives.nvls import NVLS
+from sim.collectives.orbit import groups_for
 from sim.collectives.protocols import protocol_network
 from sim.collectives.run import FAST_PATHS, CollectiveRun, checked_run
 from sim.collectives.schedule import Schedule
 from sim.errors import NpuSimError
 from sim.fabric import (
-    ChipGroup,
     Network,
     Quotient,
     build_network,
-    digit_translations,
-    digit_xors,
-    order_rotations,
     simulate_fabric,
     time_by_quotient,
 )
@@ -73,21 +68,6 @@ class QuotientRun(CollectiveRun):
     (``quotient``), or by the event engine when no group passed (``quotient`` None)."""
 
     quotient: Quotient | None = None
-
-
-def groups_for(sizes: tuple[int, ...], ring: Sequence[int] = ()) -> list[ChipGroup]:
-    """The groups to try on dimensions of these sizes, largest first, then the turns of the
-    flat ring's order ``ring`` by one sweep of the inner dimensions (module docstring)."""
-    out: list[ChipGroup | None] = [digit_translations(sizes)]
-    xor = digit_xors(sizes)
-    if xor is not None:
-        out.append(xor)
-    if len(sizes) > 1 and sizes[0] > 1:
-        out.append(digit_translations(sizes, range(1, len(sizes))))
-        out.append(digit_translations(sizes, (0,)))
-    if ring:
-        out.append(order_rotations(ring, math.prod(sizes[:-1])))
-    return [g for g in out if g is not None and g.order > 1]
 
 
 def exact_count(schedule: Schedule, net: Network) -> tuple[int, int]:

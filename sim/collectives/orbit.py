@@ -4,11 +4,13 @@ built): the structure :mod:`sim.collectives.fast_orbit` times, stores and checks
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+import numpy.typing as npt
 
 from sim.collectives.algorithms import split_ranges
 from sim.collectives.compile import Compiled, chunks, fabric_program
@@ -22,6 +24,9 @@ from sim.fabric import (
     ChipGroup,
     FabricProgram,
     Network,
+    digit_translations,
+    digit_xors,
+    order_rotations,
     stream_geometry,
 )
 from sim.oplog import OpLog
@@ -29,40 +34,90 @@ from sim.oplog import OpLog
 SHAPES = ("switch", "fully_connected")
 
 
+def groups_for(sizes: tuple[int, ...], ring: Sequence[int] = ()) -> list[ChipGroup]:
+    """The groups to try on dimensions of these sizes, largest first: the translations of
+    every dimension (one representative chip), the xor of chip ids (sizes powers of two),
+    the translations of the outer dimensions, of dimension 0 alone; then the turns of the
+    flat ring's order ``ring`` by one sweep of the inner dimensions."""
+    out: list[ChipGroup | None] = [digit_translations(sizes)]
+    xor = digit_xors(sizes)
+    if xor is not None:
+        out.append(xor)
+    if len(sizes) > 1 and sizes[0] > 1:
+        out.append(digit_translations(sizes, range(1, len(sizes))))
+        out.append(digit_translations(sizes, (0,)))
+    if ring:
+        out.append(order_rotations(ring, math.prod(sizes[:-1])))
+    return [g for g in out if g is not None and g.order > 1]
+
+
 @dataclass(frozen=True, eq=False)
 class Layout:
-    """A schedule as arrays: message ``s * M + m`` is message ``m`` of step ``s``; every
-    message is cut into the chunks ``sizes`` (elements) relative to its ``lo``."""
+    """A schedule as arrays, one entry per message in step order (``step`` non-decreasing);
+    every message of step ``s`` is cut into ``k[s]`` chunks, so the compile numbers the ops
+    of step ``s`` as ``base[s] + consumer? * W k + chunk * W + m`` (``W`` its messages,
+    ``m`` the message's index in it: :func:`sim.collectives.compile.fabric_program`)."""
 
-    steps: int
-    width: int  # M: messages per step
+    step: I64
     src: I64
     dst: I64
     lo: I64
     hi: I64
-    reduce: np.ndarray
-    sizes: tuple[int, ...]
+    reduce: npt.NDArray[np.bool_]
+    fresh: npt.NDArray[np.bool_]
+    lane: I64
+    k: I64  # per step
     shares: tuple[tuple[tuple[int, int], ...], ...]  # per chip (reduce_scatter, all_gather)
 
     @property
-    def k(self) -> int:
-        return len(self.sizes)
+    def steps(self) -> int:
+        return len(self.k)
+
+    @cached_property
+    def width(self) -> I64:
+        """Per step, its messages."""
+        return np.bincount(self.step, minlength=self.steps).astype(np.int64)
+
+    @cached_property
+    def first(self) -> I64:
+        """Per step, its first message."""
+        return np.cumsum(self.width) - self.width
+
+    @cached_property
+    def base(self) -> I64:
+        """Per step, its first op."""
+        ops = 2 * self.width * self.k
+        out: I64 = np.cumsum(ops) - ops
+        return out
+
+    @cached_property
+    def m(self) -> I64:
+        return np.arange(len(self.src), dtype=np.int64) - self.first[self.step]
+
+    @property
+    def ops(self) -> int:
+        return int((2 * self.width * self.k).sum())
 
     @cached_property
     def uniform(self) -> bool:
-        """Whether every step names the same (sender, receiver) pairs in the same order."""
-        w = self.width
-        src, dst = self.src.reshape(-1, w), self.dst.reshape(-1, w)
-        return bool((src == src[:1]).all() and (dst == dst[:1]).all())
+        """Whether every step names the same pairs, on the same lanes, in the same order."""
+        w = int(self.width[0]) if self.steps else 0
+        if not w or (self.width != w).any():
+            return False
+        rows = [x.reshape(-1, w) for x in (self.src, self.dst, self.lane)]
+        return all(bool((r == r[:1]).all()) for r in rows)
 
-    def step_of(self) -> I64:
-        return np.repeat(np.arange(self.steps, dtype=np.int64), self.width)
+    @property
+    def head(self) -> int:
+        """The messages the checks look at: step 0's when :attr:`uniform`, else all."""
+        return int(self.width[0]) if self.uniform else len(self.src)
 
     def full_id(self, gm: I64, consumer: I64, t: I64) -> I64:
         """The program's op of chunk ``t`` of message ``gm`` (its transfer or consumer)."""
-        s, m = gm // self.width, gm % self.width
-        w, k = self.width, self.k
-        return s * 2 * w * k + consumer * w * k + t * w + m
+        s = self.step[gm]
+        w = self.width[s]
+        out: I64 = self.base[s] + consumer * w * self.k[s] + t * w + self.m[gm]
+        return out
 
 
 def ring_layout(
@@ -96,18 +151,60 @@ def ring_layout(
             hi.append(np.stack([seg_hi[h, owner[h]] for h in (0, 1)]).reshape(-1))
             red.append(np.full(2 * p, reduce))
     size = int(seg_hi[0, 0] - seg_lo[0, 0])
-    sizes = tuple(b - a for a, b in chunks(0, size, bpe, chunk, depth))
+    k = len(chunks(0, size, bpe, chunk, depth))
     shares = tuple(tuple(h[c] for h in segs) for c in range(p)) if collective != "allreduce" else ()
+    n = len(src) * 2 * p
     return Layout(
-        len(src),
-        2 * p,
+        np.repeat(np.arange(len(src), dtype=np.int64), 2 * p),
         np.concatenate(src),
         np.concatenate(dst),
         np.concatenate(lo),
         np.concatenate(hi),
         np.concatenate(red),
-        sizes,
+        np.zeros(n, dtype=bool),
+        np.zeros(n, dtype=np.int64),
+        np.full(len(src), k, dtype=np.int64),
         shares,
+    )
+
+
+def schedule_layout(schedule: Schedule) -> Layout | None:
+    """Any schedule as a :class:`Layout`, or None when a step's messages are cut into
+    different numbers of chunks or one lands elsewhere (``Message.at``)."""
+    bpe, chunk, depth = schedule.bytes_per_element, schedule.chunk_bytes, schedule.depth
+    cut: dict[int, int] = {}
+    cols: list[list[int]] = [[] for _ in range(8)]
+    ks = []
+    for s, step in enumerate(schedule.steps):
+        k = -1
+        for msg in step:
+            if msg.at is not None:
+                return None
+            size = msg.hi - msg.lo
+            if size not in cut:
+                cut[size] = len(chunks(0, size, bpe, chunk, depth))
+            if k >= 0 and cut[size] != k:
+                return None
+            k = cut[size]
+            for col, v in zip(
+                cols,
+                (s, msg.src, msg.dst, msg.lo, msg.hi, msg.reduce, msg.fresh, msg.lane),
+                strict=True,
+            ):
+                col.append(int(v))
+        ks.append(max(k, 0))
+    a = [np.asarray(c, dtype=np.int64) for c in cols]
+    return Layout(
+        a[0],
+        a[1],
+        a[2],
+        a[3],
+        a[4],
+        a[5].astype(bool),
+        a[6].astype(bool),
+        a[7],
+        np.asarray(ks, dtype=np.int64),
+        schedule.shares,
     )
 
 
@@ -122,26 +219,27 @@ class Orbits:
 
 
 def message_images(lay: Layout, p: int, el: I64, e: I64) -> I64 | None:
-    """Per message, the message of its step whose sender and receiver are the images under
-    element ``e`` (one per message) of ``el``, or None when one is missing. When every step
-    names the same pairs in the same order (``lay.uniform``), found on step 0 and repeated."""
-    w = lay.width
-    n = w if lay.uniform else len(lay.src)
-    src, dst = lay.src[:n], lay.dst[:n]
-    s = np.arange(n, dtype=np.int64) // w
-    code = (s * p + src) * p + dst
+    """Per message, the message of its step on the same lane whose sender and receiver are
+    the images under element ``e`` (one per message) of ``el``, or None when one is missing.
+    When every step names the same pairs in the same order (``lay.uniform``), found on step 0
+    and repeated."""
+    n = lay.head
+    src, dst, s = lay.src[:n], lay.dst[:n], lay.step[:n]
+    lanes = int(lay.lane.max(initial=0)) + 1
+    lane = lay.lane[:n]
+    code = ((s * p + src) * p + dst) * lanes + lane
     order = np.argsort(code, kind="stable")
     sc = code[order]
     if len(sc) > 1 and (sc[1:] == sc[:-1]).any():
-        return None  # two messages of one step on one pair: not told apart by chips
+        return None  # two messages of one step on one pair and lane: not told apart by chips
     e = e[:n]
-    want = (s * p + el[e, src]) * p + el[e, dst]
+    want = ((s * p + el[e, src]) * p + el[e, dst]) * lanes + lane
     at = np.minimum(np.searchsorted(sc, want), len(sc) - 1)
     if (sc[at] != want).any():
         return None
-    img = order[at]
+    img: I64 = order[at]
     if lay.uniform:
-        img = (np.arange(lay.steps, dtype=np.int64)[:, None] * w + img[None, :]).reshape(-1)
+        img = (lay.first[:, None] + img[None, :]).reshape(-1)
     return img
 
 
@@ -151,11 +249,11 @@ def _distinct(x: I64) -> I64:
     return y[np.r_[True, y[1:] != y[:-1]]] if len(y) else y
 
 
-def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64) -> bool:
+def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteTable) -> bool:
     """Every generator maps the schedule onto itself (module docstring); every element's
     links map every message's route onto its image's."""
     n = len(lay.src)
-    span = int(lay.hi.max(initial=0)) + 1
+    span = int(max(lay.hi.max(initial=0), 0)) + 1
     for g in group.generators:
         img = message_images(lay, net.chips, group.elements, np.full(n, g, dtype=np.int64))
         if img is None:
@@ -163,8 +261,8 @@ def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64) -> bool:
         same = (
             (lay.hi[img] - lay.lo[img] == lay.hi - lay.lo).all()
             and (lay.reduce[img] == lay.reduce).all()
-            and len(_distinct(img[: lay.width] if lay.uniform else img))
-            == n // (lay.steps if lay.uniform else 1)
+            and (lay.fresh[img] == lay.fresh).all()
+            and len(_distinct(img[: lay.head])) == lay.head
         )
         if not same:
             return False
@@ -174,30 +272,48 @@ def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64) -> bool:
             pairs
         ):
             return False
-    p = net.chips
-    pairs = _distinct(
-        lay.src[: lay.width] * p + lay.dst[: lay.width] if lay.uniform else lay.src * p + lay.dst
-    )
+    p, h = net.chips, lay.head
+    lanes = int(lay.lane.max(initial=0)) + 1
+    trip = _distinct((lay.src[:h] * p + lay.dst[:h]) * lanes + lay.lane[:h])
+    a, b, lane = trip // lanes // p, trip // lanes % p, trip % lanes
+    hops = rt.hops[a, b]
+    width = rt.links0.shape[2]
+    hop = np.arange(width)[None, :]
+    used = hop < hops[:, None]
+    mine = rt.link(a[:, None], b[:, None], lane[:, None], np.broadcast_to(hop, used.shape))
     for e in range(group.order):
         perm = group.elements[e]
-        for a, b in zip((pairs // p).tolist(), (pairs % p).tolist(), strict=True):
-            route = net.routes[a][b]
-            if tuple(int(x) for x in maps[e][list(route)]) != net.routes[perm[a]][perm[b]]:
-                return False
+        ga, gb = perm[a], perm[b]
+        if not (rt.hops[ga, gb] == hops).all():
+            return False
+        there = rt.link(ga[:, None], gb[:, None], lane[:, None], np.broadcast_to(hop, used.shape))
+        if not (maps[e][mine] == there)[used].all():
+            return False
     return True
 
 
 class RouteTable:
-    """Every pair's route as a padded table (``links[src, dst, hop]``) and its hop count."""
+    """Every pair's lane-0 route as a padded table (``links0[src, dst, hop]``), its hop count,
+    and per link its parallel link on each lane (:meth:`sim.fabric.Network.route`)."""
 
-    def __init__(self, net: Network) -> None:
+    def __init__(self, net: Network, lanes: int = 1) -> None:
         p = net.chips
         self.hops = np.asarray([[len(r) for r in row] for row in net.routes], dtype=np.int64)
         width = max(1, int(self.hops.max(initial=0)))
-        self.links = np.zeros((p, p, width), dtype=np.int64)
+        self.links0 = np.zeros((p, p, width), dtype=np.int64)
         for a, row in enumerate(net.routes):
             for b, r in enumerate(row):
-                self.links[a, b, : len(r)] = r
+                self.links0[a, b, : len(r)] = r
+        nl = len(net.links)
+        par = net.parallel or [()] * nl
+        self.par = np.asarray(
+            [[g[w % len(g)] if g else k for w in range(lanes)] for k, g in enumerate(par)],
+            dtype=np.int64,
+        ).reshape(nl, lanes)
+
+    def link(self, src: I64, dst: I64, lane: I64, hop: I64) -> I64:
+        out: I64 = self.par[self.links0[src, dst, hop], lane]
+        return out
 
 
 def stand_ins(lay: Layout, net: Network, orb: Orbits, rt: RouteTable) -> I64 | None:
@@ -207,9 +323,9 @@ def stand_ins(lay: Layout, net: Network, orb: Orbits, rt: RouteTable) -> I64 | N
     per home chip and per link and hop index, within a step (on step 0 alone when every
     step names the same pairs in the same order)."""
     p = net.chips
-    n = lay.width if lay.uniform else len(lay.src)
+    n = lay.head
     gm = np.arange(n, dtype=np.int64)
-    s = gm // lay.width
+    s = lay.step[:n]
     src, dst = lay.src[:n], lay.dst[:n]
     out = np.empty((2, len(lay.src)), dtype=np.int64)
     for c, home in enumerate((lay.src, lay.dst)):
@@ -225,7 +341,7 @@ def stand_ins(lay: Layout, net: Network, orb: Orbits, rt: RouteTable) -> I64 | N
     hops = rt.hops[src, dst]
     rep = np.repeat(gm, hops)
     hop = np.arange(len(rep)) - np.repeat(np.cumsum(hops) - hops, hops)
-    link = rt.links[src[rep], dst[rep], hop]
+    link = rt.link(src[rep], dst[rep], lay.lane[:n][rep], hop)
     by = np.lexsort((rep, s[rep], hop, link))
     if not _increasing(np.stack([link[by], hop[by], s[rep][by]]), out[0][rep][by]):
         return None
@@ -254,13 +370,15 @@ class OrbitQuotient:
 def _sub_schedule(lay: Layout, keep: I64, sched: Schedule) -> Schedule:
     steps: list[list[Message]] = [[] for _ in range(lay.steps)]
     for gm in keep.tolist():
-        steps[gm // lay.width].append(
+        steps[int(lay.step[gm])].append(
             Message(
                 int(lay.src[gm]),
                 int(lay.dst[gm]),
                 int(lay.lo[gm]),
                 int(lay.hi[gm]),
                 bool(lay.reduce[gm]),
+                bool(lay.fresh[gm]),
+                int(lay.lane[gm]),
             )
         )
     return Schedule(
@@ -283,31 +401,34 @@ def orbit_quotient(lay: Layout, orb: Orbits, stand: I64, sched: Schedule) -> Orb
     keep = np.flatnonzero(touches)
     sub = fabric_program(_sub_schedule(lay, keep, sched))
     prog = sub.program
-    k = lay.k
     # the sub-program's ops as (message, consumer?, chunk), in the compile's order
-    step = keep // lay.width
+    step = lay.step[keep]
     per_step = np.bincount(step, minlength=lay.steps)
     first = np.cumsum(per_step) - per_step  # per step: its first kept message
     j = np.arange(len(keep)) - first[step]
-    base = 2 * k * first[step]
+    ks = lay.k[step]
+    base = (np.cumsum(2 * per_step * lay.k) - 2 * per_step * lay.k)[step]
     w = per_step[step]
+    kmax = int(lay.k.max(initial=1))
     c = np.arange(2)[None, :, None]
-    t = np.arange(k)[None, None, :]
+    t = np.arange(kmax)[None, None, :]
     sub_id = (
-        base[:, None, None] + c * w[:, None, None] * k + t * w[:, None, None] + j[:, None, None]
+        base[:, None, None] + c * (w * ks)[:, None, None] + t * w[:, None, None] + j[:, None, None]
     )
-    gm = np.broadcast_to(keep[:, None, None], sub_id.shape)
-    cc = np.broadcast_to(c, sub_id.shape)
-    tt = np.broadcast_to(t, sub_id.shape)
+    real = np.broadcast_to(t < ks[:, None, None], sub_id.shape)
+    gm = np.broadcast_to(keep[:, None, None], sub_id.shape)[real]
+    cc = np.broadcast_to(c, sub_id.shape)[real]
+    tt = np.broadcast_to(t, sub_id.shape)[real]
+    sub_id = sub_id[real]
     n_sub = len(prog)
     if sub_id.size != n_sub:
         return None
     sub_gm = np.empty(n_sub, np.int64)
     sub_c = np.empty(n_sub, np.int64)
     sub_t = np.empty(n_sub, np.int64)
-    sub_gm[sub_id.reshape(-1)] = gm.reshape(-1)
-    sub_c[sub_id.reshape(-1)] = cc.reshape(-1)
-    sub_t[sub_id.reshape(-1)] = tt.reshape(-1)
+    sub_gm[sub_id] = gm
+    sub_c[sub_id] = cc
+    sub_t[sub_id] = tt
     kind = np.asarray(prog.kind, dtype=np.int64)
     src = np.asarray(prog.src, dtype=np.int64)
     home = np.where(sub_c == 0, lay.src[sub_gm], lay.dst[sub_gm])
@@ -360,6 +481,7 @@ def orbit_quotient(lay: Layout, orb: Orbits, stand: I64, sched: Schedule) -> Orb
         hbm=[prog.hbm[i] for i in pick],
         span=[(0, 0)] * len(pick) if whole else [prog.span[i] for i in pick],
         into=q_into if any(x >= 0 for x in q_into) else [],
+        lane=[prog.lane[i] for i in pick] if any(prog.lane) else [],
     )
     return OrbitQuotient(quotient, sub, sub_q, sub_full, q_sub, whole)
 
@@ -370,28 +492,29 @@ def expander(
     """The full log's columns from the quotient's records (module docstring)."""
 
     def expand() -> dict[str, I64]:
-        k, w = lay.k, lay.width
         nlinks = len(net.links)
         link_chip = np.asarray([net.link_chip(i) for i in range(nlinks)], dtype=np.int64)
         st = rep.stored
         q_op = st["op"].astype(np.int64)
         q_first = np.searchsorted(q_op, np.arange(len(q.program)))
         # every op of the full program, in its order: (step, consumer?, chunk, message)
-        shape = (lay.steps, 2, k, w)
-        s = np.arange(lay.steps)[:, None, None, None]
-        c = np.broadcast_to(np.arange(2)[None, :, None, None], shape).reshape(-1)
-        t = np.broadcast_to(np.arange(k)[None, None, :, None], shape).reshape(-1)
-        gm = np.broadcast_to(s * w + np.arange(w)[None, None, None, :], shape).reshape(-1)
+        f = np.arange(lay.ops, dtype=np.int64)
+        s = np.searchsorted(lay.base, f, side="right") - 1
+        w, k = lay.width[s], lay.k[s]
+        r = f - lay.base[s]
+        c = r // (w * k)
+        t = r % (w * k) // w
+        gm = lay.first[s] + r % w
         img_full = lay.full_id(stand[c, gm], c, t)
         q_full = q.sub_full[q.q_sub]
         qi = np.searchsorted(q_full, img_full)
-        a, b = lay.src[gm], lay.dst[gm]
+        a, b, lane = lay.src[gm], lay.dst[gm], lay.lane[gm]
         nrec = np.where(c == 0, rt.hops[a, b], 1)
-        op = np.repeat(np.arange(len(c), dtype=np.int64), nrec)
+        op = np.repeat(f, nrec)
         hop = np.arange(len(op), dtype=np.int64) - np.repeat(np.cumsum(nrec) - nrec, nrec)
         at = q_first[qi[op]] + hop
         on_link = c[op] == 0
-        link = rt.links[a[op], b[op], np.minimum(hop, rt.links.shape[2] - 1)]
+        link = rt.link(a[op], b[op], lane[op], np.minimum(hop, rt.links0.shape[2] - 1))
         red = lay.reduce[gm[op]]
         return {
             "op": op,
@@ -404,7 +527,7 @@ def expander(
             "end": st["end"][at],
             "nbytes": st["nbytes"][at],
             "macs": np.zeros(len(op), dtype=np.int64),
-            "tile": np.repeat(np.arange(lay.steps, dtype=np.int64), 2 * k * w)[op],
+            "tile": s[op],
         }
 
     return expand

@@ -1,9 +1,8 @@
-"""The flat ring on two switch dimensions from one node's ops (sim.collectives.fast_orbit, sim.collectives.orbit;
-sim.fabric.quotient's groups): its order is a reflected Gray code of the chips' digits, so
-no translation of digits maps it onto itself, but turning it by one node's sweep does
-(node ``j`` is node ``j - 1`` reflected, one node on). The op log must be the event
-engine's, every column; the metrics collective_metrics' of the exact run; ``#wrong`` the
-replay's, also when the log is broken."""
+"""Collectives on two switch (or fully connected) dimensions timed from representatives'
+ops generated directly (sim.collectives.orbit, fast_orbit): the flat ring (its Gray order
+turned by one node's sweep: node j is node j - 1 reflected) and direct (chip-id offsets kept
+by turning the outer digit). The op log must be the event engine's, every column; the
+metrics collective_metrics' of the exact run; #wrong the replay's, also when broken."""
 
 from __future__ import annotations
 
@@ -121,3 +120,21 @@ def test_h100_nodes_with_lanes(outer: int) -> None:
     ref = _exact(topo, 1 << 20, "allreduce")
     assert _sha(run.log) == _sha(ref.log)  # type: ignore[attr-defined]
     assert collective_metrics(run) == collective_metrics(ref)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "all_gather", "reduce_scatter"])
+@pytest.mark.parametrize(("inner", "outer"), [(2, 4), (4, 4), (8, 4)])
+def test_direct_is_timed_from_representatives(collective: str, inner: int, outer: int) -> None:
+    """direct (every chip to chip + d, by offset d in chip ids): turning the outer digit
+    keeps chip-id offsets, so one node's chips stand for all; the program is never built."""
+    topo = _two_level(inner, outer)
+    nbytes = 1 << 18
+    run = run_collective(topo, nbytes, "direct", collective)  # type: ignore[arg-type]
+    assert isinstance(run, OrbitRun)
+    assert len(run.log.rep) * run.group.order == len(run.log)  # type: ignore[attr-defined]
+    net = build_network(topo)  # type: ignore[arg-type]
+    sched = build_schedule(topo, nbytes, "direct", collective, network=net)  # type: ignore[arg-type]
+    ref = run_schedule(sched, net)
+    assert _sha(run.log) == _sha(ref.log)
+    assert run.wrong == ref.wrong == 0
+    assert collective_metrics(run) == collective_metrics(ref)

@@ -219,8 +219,9 @@ class Orbits:
 
 
 def message_images(lay: Layout, p: int, el: I64, e: I64) -> I64 | None:
-    """Per message, the message of its step on the same lane whose sender and receiver are
-    the images under element ``e`` (one per message) of ``el``, or None when one is missing.
+    """Per message, the message of its step on the same lane, of the same rank among those
+    of its pair, whose sender and receiver are the images under element ``e`` (one per
+    message) of ``el``, or None when one is missing.
     When every step names the same pairs in the same order (``lay.uniform``), found on step 0
     and repeated."""
     n = lay.head
@@ -230,10 +231,15 @@ def message_images(lay: Layout, p: int, el: I64, e: I64) -> I64 | None:
     code = ((s * p + src) * p + dst) * lanes + lane
     order = np.argsort(code, kind="stable")
     sc = code[order]
-    if len(sc) > 1 and (sc[1:] == sc[:-1]).any():
-        return None  # two messages of one step on one pair and lane: not told apart by chips
+    # messages of one step on one pair and lane (an allreduce's two halves) go by their rank
+    starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]]) if n else np.zeros(0, np.int64)
+    runs = np.diff(np.r_[starts, n])
+    nth = np.empty(n, dtype=np.int64)
+    nth[order] = np.arange(n) - np.repeat(starts, runs)
+    many = int(runs.max(initial=1))
+    sc = sc * many + nth[order]
     e = e[:n]
-    want = ((s * p + el[e, src]) * p + el[e, dst]) * lanes + lane
+    want = (((s * p + el[e, src]) * p + el[e, dst]) * lanes + lane) * many + nth
     at = np.minimum(np.searchsorted(sc, want), len(sc) - 1)
     if (sc[at] != want).any():
         return None
@@ -249,11 +255,30 @@ def _distinct(x: I64) -> I64:
     return y[np.r_[True, y[1:] != y[:-1]]] if len(y) else y
 
 
+def _pieces_map(lay: Layout, img: I64) -> bool:
+    """Whether the ranges map onto their images' by one permutation of pieces (cut at every
+    range's ends), in order inside each range and size for size: then a permutation of the
+    elements maps every range onto its image's, chunk cuts included (equal sizes are cut
+    alike)."""
+    cuts = _distinct(np.concatenate([lay.lo, lay.hi]))
+    size = np.diff(cuts)
+    pa, pb = np.searchsorted(cuts, lay.lo), np.searchsorted(cuts, lay.hi)
+    if not (pb - pa == (pb - pa)[img]).all():
+        return False
+    n = pb - pa
+    at = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    piece = np.repeat(pa, n) + at
+    image = np.repeat(pa[img], n) + at
+    if not (size[piece] == size[image]).all():
+        return False
+    pairs = _distinct(piece * len(cuts) + image)
+    return len(_distinct(pairs // len(cuts))) == len(pairs) == len(_distinct(pairs % len(cuts)))
+
+
 def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteTable) -> bool:
     """Every generator maps the schedule onto itself (module docstring); every element's
     links map every message's route onto its image's."""
     n = len(lay.src)
-    span = int(max(lay.hi.max(initial=0), 0)) + 1
     for g in group.generators:
         img = message_images(lay, net.chips, group.elements, np.full(n, g, dtype=np.int64))
         if img is None:
@@ -266,11 +291,7 @@ def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteT
         )
         if not same:
             return False
-        # ranges onto ranges, consistently: lo -> image lo is a function and one to one
-        pairs = _distinct(lay.lo * span + lay.lo[img])
-        if len(_distinct(pairs // span)) != len(pairs) or len(_distinct(pairs % span)) != len(
-            pairs
-        ):
+        if not _pieces_map(lay, img):
             return False
     p, h = net.chips, lay.head
     lanes = int(lay.lane.max(initial=0)) + 1

@@ -79,6 +79,7 @@ from sim.fabric import (
     build_network,
     hbm_default,
     link_maps,
+    link_orbit_minima,
     time_representatives,
 )
 from sim.limits import ops_budget
@@ -391,12 +392,12 @@ def _run_on(
 ) -> OrbitRun | None:
     if (group.elements[1:] == np.arange(net.chips)).any():
         return None  # not free
-    maps = link_maps(net, group)
-    if maps is None or not invariant(lay, net, group, maps, rt):
+    maps = link_maps(net, group, group.generators)
+    if maps is None:
         return None
     orb = Orbits(group)
-    stand = stand_ins(lay, net, orb, rt)
-    if stand is None:
+    stand = stand_ins(lay, net, orb, rt)  # the cheap refusal first: the order of ties
+    if stand is None or not invariant(lay, net, group, maps, rt):
         return None
     hops = rt.hops[lay.src, lay.dst]
     records = int((lay.k[lay.step] * (hops + 1)).sum()) // group.order  # the quotient's
@@ -405,7 +406,7 @@ def _run_on(
     q = orbit_quotient(lay, orb, stand, base)
     if q is None:
         return None
-    link_rep = maps.min(axis=0)
+    link_rep = link_orbit_minima(maps)
     lanes = q.program.lane or [0] * len(q.program)
     q_routes = [
         tuple(int(link_rep[x]) for x in net.route(a, b, w)) if kk == TRANSFER else ()

@@ -276,8 +276,9 @@ def _pieces_map(lay: Layout, img: I64) -> bool:
 
 
 def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteTable) -> bool:
-    """Every generator maps the schedule onto itself (module docstring); every element's
-    links map every message's route onto its image's."""
+    """Every generator maps the schedule onto itself (module docstring) and, by its link
+    map (``maps``, one row per generator), every message's route onto its image's: then so
+    does every element, the layout being closed under the generators."""
     n = len(lay.src)
     for g in group.generators:
         img = message_images(lay, net.chips, group.elements, np.full(n, g, dtype=np.int64))
@@ -302,13 +303,13 @@ def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteT
     hop = np.arange(width)[None, :]
     used = hop < hops[:, None]
     mine = rt.link(a[:, None], b[:, None], lane[:, None], np.broadcast_to(hop, used.shape))
-    for e in range(group.order):
-        perm = group.elements[e]
+    for row, g in enumerate(group.generators):  # generators suffice: the layout is closed
+        perm = group.elements[g]
         ga, gb = perm[a], perm[b]
         if not (rt.hops[ga, gb] == hops).all():
             return False
         there = rt.link(ga[:, None], gb[:, None], lane[:, None], np.broadcast_to(hop, used.shape))
-        if not (maps[e][mine] == there)[used].all():
+        if not (maps[row][mine] == there)[used].all():
             return False
     return True
 

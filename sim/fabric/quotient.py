@@ -60,6 +60,7 @@ __all__ = [
     "digit_translations",
     "digit_xors",
     "link_maps",
+    "link_orbit_minima",
     "order_rotations",
     "stream_geometry",
     "time_by_quotient",
@@ -430,18 +431,33 @@ def _try(
     return log, Quotient(group, reps, quotient, q_log, phq)
 
 
-def link_maps(net: Network, group: ChipGroup) -> I64 | None:
-    """Per element of ``group``, the image of every link (``(|G|, links)``), or None when an
-    element is not a network automorphism (links onto links of the same values)."""
+def link_maps(net: Network, group: ChipGroup, elements: Sequence[int] | None = None) -> I64 | None:
+    """Per element of ``group`` (or of ``elements``, indices into it), the image of every
+    link (``(elements, links)``), or None when one is not a network automorphism (links
+    onto links of the same values)."""
     lay = _Layout(net)
-    out = np.empty((group.order, len(net.links)), dtype=np.int64)
-    for e, perm in enumerate(group.elements):
-        nodes = lay.node_map(perm)
+    pick = range(group.order) if elements is None else elements
+    out = np.empty((len(pick), len(net.links)), dtype=np.int64)
+    for row, e in enumerate(pick):
+        nodes = lay.node_map(group.elements[e])
         links = None if nodes is None else lay.link_map(nodes)
         if links is None:
             return None
-        out[e] = links
+        out[row] = links
     return out
+
+
+def link_orbit_minima(maps: I64) -> I64:
+    """Per link, the least link of its orbit under the group the link maps ``maps`` (of its
+    generators) generate."""
+    label = np.arange(maps.shape[1], dtype=np.int64)
+    while True:
+        new = label.copy()
+        for m in maps:
+            np.minimum(new, new[m], out=new)
+        if (new == label).all():
+            return label
+        label = new
 
 
 def stream_geometry(lo: I64, hi: I64, x: I64, y: I64) -> I64:

@@ -358,7 +358,9 @@ def orbit_run(
         shares = lay.shares if lay is not None else ()
     else:
         try:
-            sched = build_schedule(topo, nbytes, str(algorithm), str(collective), network=net)
+            sched = build_schedule(
+                topo, nbytes, str(algorithm), str(collective), chunk_bytes=chunk, network=net
+            )
         except NpuSimError:
             return None  # the general path says why
         if sched.blocking or sched.channels:

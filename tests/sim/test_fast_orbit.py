@@ -138,3 +138,16 @@ def test_direct_is_timed_from_representatives(collective: str, inner: int, outer
     assert _sha(run.log) == _sha(ref.log)
     assert run.wrong == ref.wrong == 0
     assert collective_metrics(run) == collective_metrics(ref)
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "direct"])
+def test_a_given_chunk_size_is_the_one_timed(algorithm: str) -> None:
+    topo = _two_level(4, 4)
+    nbytes, chunk = 1 << 18, 4096
+    run = run_collective(topo, nbytes, algorithm, "allreduce", chunk_bytes=chunk)  # type: ignore[arg-type]
+    assert isinstance(run, OrbitRun)
+    net = build_network(topo)  # type: ignore[arg-type]
+    sched = build_schedule(topo, nbytes, algorithm, "allreduce", chunk_bytes=chunk, network=net)  # type: ignore[arg-type]
+    ref = run_schedule(sched, net)
+    assert _sha(run.log) == _sha(ref.log)
+    assert collective_metrics(run) == collective_metrics(ref)

@@ -249,6 +249,8 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
             "run",
             "fast",
             "fast_direct",
+            "orbit",
+            "fast_orbit",
             "fast_product",
             "calls",
             "metrics",

@@ -37,7 +37,7 @@ Imports run one way: a module imports only modules listed before it in ``schedul
 ``trees``, ``channels``, ``nvls``, ``hierarchical``, ``algorithms``, ``gather``,
 ``alltoall``, ``rooted``, ``sendrecv``, ``catalog``, ``compile``, ``lockstep``,
 ``nvls_program``, ``verify``, ``budget``, ``protocols``, ``run``, ``fast``, ``fast_direct``,
-``fast_product``, ``calls``,
+``orbit``, ``fast_orbit``, ``fast_product``, ``calls``,
 ``metrics`` (a run), ``steps``, ``pipeline``, ``one_port``, ``nvls_model``,
 ``per_dimension``, ``bounds``, ``bounds_more``, ``critical_path``, ``model``, ``model_more``
 (the model: nothing a run needs imports it). Outside the package:
@@ -48,7 +48,10 @@ Imports run one way: a module imports only modules listed before it in ``schedul
 from __future__ import annotations
 
 import sim.collectives.fast_direct  # noqa: F401  (registers direct on rings in run.FAST_PATHS)
-from sim.collectives import fast_product  # noqa: F401  (registers its run.FAST_PATHS entry)
+from sim.collectives import (
+    fast_orbit,  # noqa: F401  (before fast_product: the flat ring)
+    fast_product,  # noqa: F401  (registers its run.FAST_PATHS entry)
+)
 from sim.collectives.bounds import Bounds, bounds_ps, lower_bounds_ps, textbook_ps
 from sim.collectives.bounds_more import collective_bounds
 from sim.collectives.calls import alltoall, broadcast, reduce, sendrecv

@@ -73,6 +73,9 @@ def _ranges(lo: int, hi: int, parts: int) -> list[Range]:
     return out
 
 
+split_ranges = _ranges  # public: the ring's segments, as the schedules cut them
+
+
 Steps = list[list[Message]]
 
 

@@ -14,7 +14,10 @@ the full program runs through the event engine as before.
 
 Groups tried: the translations of every dimension (one representative chip), the xor of
 chip ids (sizes powers of two: recursive halving and doubling pair chips by xor), the
-translations of the outer dimensions (``s_0`` representatives), of dimension 0 alone.
+translations of the outer dimensions (``s_0`` representatives), of dimension 0 alone; for
+the flat ``ring`` (its order a reflected Gray code of the digits, node ``j`` swept the
+other way from node ``j - 1``, so no translation keeps it), the turns of that order by one
+node's sweep (``s_0 ... s_{n-2}`` representatives: one node's chips).
 
 **Budget.** :func:`sim.collectives.budget.estimate_collective` does not know the
 collective: it counts every algorithm as an allreduce (``direct``: the whole vector to
@@ -38,17 +41,15 @@ from sim.collectives.catalog import build_schedule
 from sim.collectives.compile import Compiled, chunk_count
 from sim.collectives.lockstep import compile_schedule
 from sim.collectives.nvls import NVLS
+from sim.collectives.orbit import groups_for
 from sim.collectives.protocols import protocol_network
 from sim.collectives.run import FAST_PATHS, CollectiveRun, checked_run
 from sim.collectives.schedule import Schedule
 from sim.errors import NpuSimError
 from sim.fabric import (
-    ChipGroup,
     Network,
     Quotient,
     build_network,
-    digit_translations,
-    digit_xors,
     simulate_fabric,
     time_by_quotient,
 )
@@ -67,18 +68,6 @@ class QuotientRun(CollectiveRun):
     (``quotient``), or by the event engine when no group passed (``quotient`` None)."""
 
     quotient: Quotient | None = None
-
-
-def groups_for(sizes: tuple[int, ...]) -> list[ChipGroup]:
-    """The groups to try on dimensions of these sizes, largest first (module docstring)."""
-    out = [digit_translations(sizes)]
-    xor = digit_xors(sizes)
-    if xor is not None:
-        out.append(xor)
-    if len(sizes) > 1 and sizes[0] > 1:
-        out.append(digit_translations(sizes, range(1, len(sizes))))
-        out.append(digit_translations(sizes, (0,)))
-    return [g for g in out if g.order > 1]
 
 
 def exact_count(schedule: Schedule, net: Network) -> tuple[int, int]:
@@ -126,7 +115,8 @@ def product_run(
 def _run(schedule: Schedule, net: Network, dims: tuple[object, ...]) -> QuotientRun:
     compiled = compile_schedule(schedule)
     sizes = tuple(d.size for d in dims)  # type: ignore[attr-defined]
-    got = time_by_quotient(net, compiled.program, groups_for(sizes))
+    groups = groups_for(sizes, net.ring_order() if schedule.algorithm == "ring" else ())
+    got = time_by_quotient(net, compiled.program, groups)
     if got is None:
         log, quotient = simulate_fabric(net, compiled.program), None
     else:

@@ -45,7 +45,12 @@ from sim.fabric.quotient import (
     Quotient,
     digit_translations,
     digit_xors,
+    link_maps,
+    link_orbit_minima,
+    order_rotations,
+    stream_geometry,
     time_by_quotient,
+    time_representatives,
 )
 from sim.fabric.ring_quotient import direct_by_ring_rotation, expand_direct, goes_up
 from sim.fabric.ring_quotient import turn as ring_turn
@@ -80,12 +85,17 @@ __all__ = [
     "expand_direct",
     "goes_up",
     "hbm_default",
+    "link_maps",
+    "link_orbit_minima",
     "one_after_another",
+    "order_rotations",
     "ring_links",
     "ring_network",
     "ring_route",
     "ring_turn",
     "simulate_fabric",
+    "stream_geometry",
     "time_by_quotient",
+    "time_representatives",
     "torus_cycle",
 ]

@@ -59,7 +59,12 @@ __all__ = [
     "Quotient",
     "digit_translations",
     "digit_xors",
+    "link_maps",
+    "link_orbit_minima",
+    "order_rotations",
+    "stream_geometry",
     "time_by_quotient",
+    "time_representatives",
 ]
 
 
@@ -123,6 +128,22 @@ def digit_xors(sizes: Sequence[int]) -> ChipGroup | None:
     elements = c[None, :] ^ c[:, None]
     gens = tuple(1 << b for b in range(p.bit_length() - 1))
     return ChipGroup("xor of chip ids", elements, gens)
+
+
+def order_rotations(order: Sequence[int], step: int) -> ChipGroup | None:
+    """Turning a cyclic chip order (a ring's) by multiples of ``step`` positions: chip
+    ``order[q]`` -> ``order[q + k step]``; None unless ``step`` divides its length. On the
+    reflected Gray order of two switch dimensions, turning by one node's sweep maps node
+    ``j`` onto node ``j + 1`` reflected: a relabelling within every group, so a network
+    automorphism (``_invariant`` checks it, as for every group)."""
+    p = len(order)
+    if step <= 0 or p % step or len(set(order)) != p:
+        return None
+    at = np.asarray(order, dtype=np.int64)
+    elements = np.empty((p // step, p), dtype=np.int64)
+    for e in range(p // step):
+        elements[e, at] = np.roll(at, -e * step)
+    return ChipGroup(f"turns of the ring order by {step}", elements, (1,) if p > step else ())
 
 
 @dataclass(frozen=True)
@@ -377,7 +398,8 @@ def _try(
     by_home = np.lexsort((rows, home))
     if not _increasing(home[by_home], phq[by_home], np.zeros(ops.n, np.int64)):
         return None
-    # ties: per link, phi keeps the order of (op, hop) of the ops that cross it
+    # ties: per link and hop index, phi keeps the order of the ops that cross it there (the
+    # engine serves equal times at a link by hops travelled, then op id: ADR 0026)
     by_link = np.lexsort((ops.hop, ops.hop_op, ops.hop_link))
     if not _increasing(ops.hop_link[by_link], phq[ops.hop_op][by_link], ops.hop[by_link]):
         return None
@@ -388,12 +410,13 @@ def _try(
         return None
     here = _geometry(ops.lo[d], ops.hi[d], ops.lo[j], ops.hi[j])
     there = _geometry(ops.lo[phi[d]], ops.hi[phi[d]], ops.lo[j], ops.hi[j])
-    if not (here == there).all():
+    whole = not (here == there).all()  # the stand-in moves another range (a ring's turn) ...
+    if whole and here.any():  # ... which is the same when no dependent needs part of a span
         return None
     link_rep = _link_reps(lay, el, len(net.links))
     if link_rep is None:
         return None
-    quotient = _quotient_program(program, q_ops, qidx, phi)
+    quotient = _quotient_program(program, q_ops, qidx, phi, whole)
     q_routes = [tuple(int(link_rep[k]) for k in routes[i]) for i in q_ops.tolist()]
     q_log = simulate_events(
         net, quotient, op_holds(net, quotient, q_routes), contention=True, routes=q_routes
@@ -406,6 +429,51 @@ def _try(
     at = np.repeat(q_start[phq], nrec) + offset
     log = op_log(net, program, nrec, q_log.start[at], q_log.end[at], routes)
     return log, Quotient(group, reps, quotient, q_log, phq)
+
+
+def link_maps(net: Network, group: ChipGroup, elements: Sequence[int] | None = None) -> I64 | None:
+    """Per element of ``group`` (or of ``elements``, indices into it), the image of every
+    link (``(elements, links)``), or None when one is not a network automorphism (links
+    onto links of the same values)."""
+    lay = _Layout(net)
+    pick = range(group.order) if elements is None else elements
+    out = np.empty((len(pick), len(net.links)), dtype=np.int64)
+    for row, e in enumerate(pick):
+        nodes = lay.node_map(group.elements[e])
+        links = None if nodes is None else lay.link_map(nodes)
+        if links is None:
+            return None
+        out[row] = links
+    return out
+
+
+def link_orbit_minima(maps: I64) -> I64:
+    """Per link, the least link of its orbit under the group the link maps ``maps`` (of its
+    generators) generate."""
+    label = np.arange(maps.shape[1], dtype=np.int64)
+    while True:
+        new = label.copy()
+        for m in maps:
+            np.minimum(new, new[m], out=new)
+        if (new == label).all():
+            return label
+        label = new
+
+
+def stream_geometry(lo: I64, hi: I64, x: I64, y: I64) -> I64:
+    """What the streaming rule reads of producers' spans ``[lo, hi)`` and dependents'
+    ``[x, y)``, as columns (all zero: no dependent needs part of a span)."""
+    return _geometry(lo, hi, x, y)
+
+
+def time_representatives(
+    net: Network, program: FabricProgram, routes: list[tuple[int, ...]]
+) -> OpLog:
+    """A quotient program timed by the event engine with contention, each op on ``routes``
+    (its hops on the representatives of the links it really crosses)."""
+    return simulate_events(
+        net, program, op_holds(net, program, routes), contention=True, routes=routes
+    )
 
 
 def _link_reps(lay: _Layout, el: I64, nlinks: int) -> I64 | None:
@@ -421,9 +489,13 @@ def _link_reps(lay: _Layout, el: I64, nlinks: int) -> I64 | None:
     return rep
 
 
-def _quotient_program(program: FabricProgram, q_ops: I64, qidx: I64, phi: I64) -> FabricProgram:
+def _quotient_program(
+    program: FabricProgram, q_ops: I64, qidx: I64, phi: I64, whole: bool = False
+) -> FabricProgram:
     """The representatives' ops, their dependencies and consumed transfers replaced by the
-    stand-ins' quotient indices (their accumulators are their own chip's)."""
+    stand-ins' quotient indices (their accumulators are their own chip's); ``whole``: every
+    span unknown (``(0, 0)``: the streaming rule reads none, as no dependency of the real
+    program needs part of one)."""
     pick = q_ops.tolist()
     phq = qidx[phi]
     deps = [tuple(sorted({int(phq[d]) for d in program.deps[i]})) for i in pick]
@@ -440,7 +512,7 @@ def _quotient_program(program: FabricProgram, q_ops: I64, qidx: I64, phi: I64) -
         deps=deps,
         consumes=consumes,
         hbm=[program.hbm[i] for i in pick],
-        span=[program.span[i] for i in pick],
+        span=[(0, 0)] * len(pick) if whole else [program.span[i] for i in pick],
         into=q_into if any(x >= 0 for x in q_into) else [],
         lane=[lane[i] for i in pick] if any(lane) else [],
     )

@@ -168,3 +168,26 @@ def test_scalesim_counts_give_our_energy_where_the_counts_agree(
     assert (
         rep.ofmap_sram_writes * bpe * e.sram_write_fj - c_written == drain * bpe * e.sram_write_fj
     )
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "collective"),
+    [("ring", "allreduce"), ("ring", "all_gather"), ("direct", "reduce_scatter")],
+)
+def test_the_orbit_path_on_two_levels_counts_what_the_full_program_does(
+    monkeypatch: pytest.MonkeyPatch, algorithm: str, collective: str
+) -> None:
+    """The flat ring and direct on switch x switch are timed from one node's ops
+    (sim.collectives.fast_orbit); their counts equal the full program's."""
+    link = {"link_bw_gbs": 50, "link_latency_ns": 1000}
+    topo = load_topology("npu-1h").replace_dimensions(
+        [{"shape": "switch", "size": 4, **link}, {"shape": "switch", "size": 4, **link}]
+    )
+    size = 64 * KIB
+    fast = run_collective(topo, size, algorithm, collective)
+    assert type(fast).__name__ == "OrbitRun"
+    monkeypatch.setattr(run_module, "FAST_PATHS", [])
+    full = run_collective(topo, size, algorithm, collective)
+    assert not isinstance(full, SymmetricRun)
+    counts = [collective_counts(r, topo, collective_metrics(r), False) for r in (fast, full)]
+    assert counts[0] == counts[1]

@@ -1,0 +1,441 @@
+"""The flat ring on a product of switch / fully connected dimensions, timed from one node's
+ops generated directly: the full schedule is held as arrays, the full program never built.
+
+**The group.** The flat ring's order is a reflected Gray code of the chips' digits
+(:func:`sim.fabric.dimensions.gray_order`): node ``j`` is swept the other way from node
+``j - 1``. Turning the order by one node's sweep (``B = s_0 ... s_{n-2}`` positions) maps
+node ``j`` onto node ``j + 1`` reflected, a relabelling within every group and so a network
+automorphism; the turns form a group acting freely, whose representatives are node 0's
+chips (:func:`sim.fabric.quotient.order_rotations`).
+
+**The checks**, on the schedule's arrays (every message of a step is cut into the same
+chunks, so op ``(step, consumer?, chunk, message)`` of the program is message ``m`` of its
+step, and the compile's order is by those keys): every element is a network automorphism
+that maps every message's route onto its image's, link by link
+(:func:`sim.fabric.quotient.link_maps`); each generator maps every message onto a message of
+the same step, size and kind, and the ranges onto ranges consistently (one range -> one
+range), so the compiled program maps onto itself; per home chip, and per link and hop
+index, the map to representatives keeps the message order within a step (the event loop's
+ties: :mod:`sim.fabric.quotient`); every dependency of a quotient op is earlier and keeps
+its streaming geometry with its stand-in. Any failure returns None and the general path
+runs.
+
+**The quotient program** is the compile of the *sub-schedule*: the messages a
+representative sends or receives. A chip's dependencies are its own, so the ops of the
+representatives are those of the full program, in its order; a consumed transfer from
+another node stands for the representative's image of it (its stand-in). The unchanged
+event engine times it (:func:`sim.fabric.quotient.time_representatives`).
+
+**The log** is a :class:`~sim.fabric.SymmetricLog`: the representatives' records, the full
+columns written out from them when read (op ``i`` has the times of its stand-in, its own
+chips and links). **Metrics** in closed form: every link's load is its representative
+link's, every chip's its representative's. **``#wrong``** is the replay of the
+representatives' ops in time order on counts of inputs per piece (0, 1, 2 for "more than
+once"): a receive takes what its stand-in's sender held when it left, inputs relabelled
+by the element that took the real sender there; each piece must hold what the collective
+defines, on every chip (``|G|`` times the representatives'), and no op may use data
+before it arrived.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from sim.collectives.catalog import build_schedule
+from sim.collectives.compile import Compiled, fabric_program
+from sim.collectives.fast import SymmetricRun
+from sim.collectives.orbit import (
+    SHAPES,
+    Layout,
+    OrbitQuotient,
+    Orbits,
+    RouteTable,
+    expander,
+    groups_for,
+    invariant,
+    orbit_quotient,
+    ring_layout,
+    schedule_layout,
+    stand_ins,
+)
+from sim.collectives.run import FAST_PATHS
+from sim.collectives.schedule import COLLECTIVES, I64, Schedule
+from sim.collectives.verify import Replayed, ReplayError, replay
+from sim.errors import NpuSimError
+from sim.fabric import (
+    FORWARD,
+    HBM_ENGINE,
+    REDUCE,
+    REDUCE_ENGINE,
+    REDUCTION,
+    SEND,
+    STAGES,
+    TRANSFER,
+    ChipGroup,
+    Network,
+    SymmetricLog,
+    build_network,
+    hbm_default,
+    link_maps,
+    link_orbit_minima,
+    time_representatives,
+)
+from sim.limits import ops_budget
+from sim.oplog import OpLog
+from sim.topology import Topology, dimensions_of
+
+
+class _Fallback(Exception):
+    """A shape the symmetric replay does not follow: the general path runs instead."""
+
+
+def _replay(
+    lay: Layout, orb: Orbits, q: OrbitQuotient, rep: OpLog, net: Network, collective: str
+) -> tuple[int, str]:
+    """``#wrong`` and the first problem, from the representatives' records (module
+    docstring)."""
+    prog, sub = q.program, q.compiled
+    sp = sub.program
+    p, count = net.chips, int(sub.bounds[-1])
+    n = len(prog)
+    st = rep.stored
+    op, start, end = st["op"], st["start"], st["end"]
+    engine = st["engine"].astype(np.int64)
+    first = np.searchsorted(op, np.arange(n))
+    last = np.r_[first[1:], len(op)] - 1
+    kind = np.asarray(prog.kind, dtype=np.int64)
+    cons = np.flatnonzero(kind != TRANSFER)
+    t_of = np.asarray(prog.consumes, dtype=np.int64)[cons]
+    lats = np.asarray(net.link_latencies_ps, dtype=np.int64)
+    lt = last[t_of]
+    lat = lats[engine[lt]]
+    cj = first[cons]
+    early = (start[cj] < start[lt] + lat) | (end[cj] <= end[lt] + lat)
+    if early.any():
+        i, t = int(cons[np.argmax(early)]), int(t_of[np.argmax(early)])
+        j, e = int(first[i]), int(last[t])
+        return p * count, (
+            f"op {i} on chip {prog.src[i]} runs {int(start[j])}..{int(end[j])} ps, but the data "
+            f"of transfer op {t} arrives {int(start[e] + lats[engine[e]])}.."
+            f"{int(end[e] + lats[engine[e]])} ps: it uses data before it arrived"
+        )
+    reps = orb.reps
+    pieces = len(sub.bounds) - 1
+    state = np.zeros((len(reps), pieces, p), dtype=np.int8)
+    state[np.arange(len(reps)), :, reps] = 1
+    times = end[first]  # a send is read when its first hop ends
+    order = np.lexsort((np.arange(n), (kind == TRANSFER).astype(np.int64), times))
+    row = np.searchsorted(reps, np.asarray(prog.src, dtype=np.int64))
+    lo, hi = sub.lo, sub.hi
+    stash: dict[int, np.ndarray] = {}
+    for i in order.tolist():
+        si = int(q.q_sub[i])
+        if kind[i] == TRANSFER:
+            if sub.fresh[si]:  # reads the chip's input buffer
+                fresh = np.zeros((hi[si] - lo[si], p), dtype=np.int8)
+                fresh[:, prog.src[i]] = 1
+                stash[i] = fresh
+            else:
+                stash[i] = state[row[i], lo[si] : hi[si]].copy()
+            continue
+        t_sub = sp.consumes[si]  # the real transfer
+        stand = int(prog.consumes[i])
+        g = orb.el[orb.to_rep[sp.src[t_sub]]]
+        data = stash.get(stand)
+        s_sub = int(q.q_sub[stand])
+        if data is None or hi[s_sub] - lo[s_sub] != hi[si] - lo[si]:
+            raise _Fallback
+        data = data[:, g]
+        piece = state[row[i], lo[si] : hi[si]]
+        if kind[i] == REDUCTION:
+            np.minimum(piece + data, 2, out=piece)
+        else:
+            piece[:] = data
+    bounds = np.asarray(sub.bounds, dtype=np.int64)
+    starts, size = bounds[:-1], np.diff(bounds)
+    want = np.ones((len(reps), pieces, p), dtype=np.int8)
+    defined = np.ones((len(reps), pieces), dtype=bool)
+    if collective != "allreduce":
+        owner = np.full(pieces, -1, dtype=np.int64)
+        for c, ranges in enumerate(lay.shares):
+            for a, b in ranges:
+                owner[(starts >= a) & (starts < b)] = c
+        if collective == "all_gather":
+            want[:] = 0
+            want[:, np.arange(pieces), owner] = 1
+        else:
+            defined = owner[None, :] == reps[:, None]
+    bad = (state != want).any(axis=2) & defined
+    if not bad.any():
+        return 0, ""
+    wrong = int(orb.el.shape[0] * (size[None, :] * bad).sum())
+    r, x = (int(v) for v in np.argwhere(bad)[0])
+    got, exp = state[r, x], want[r, x]
+    why = []
+    missing = np.flatnonzero((got == 0) & (exp > 0))
+    extra = np.flatnonzero((got > 0) & (exp == 0))
+    if len(missing):
+        why.append(f"lacks the inputs of chips {_few(missing)}")
+    if len(extra):
+        why.append(f"holds inputs it should not (chips {_few(extra)})")
+    if not why:
+        why.append("counts an input twice")
+    lo_e, hi_e = int(bounds[x]), int(bounds[x + 1])
+    return wrong, f"chip {int(reps[r])}, elements [{lo_e}, {hi_e}) {' and '.join(why)}"
+
+
+def _few(chips: I64) -> str:
+    shown = ", ".join(str(int(c)) for c in chips[:8])
+    return shown + (f" and {len(chips) - 8} more" if len(chips) > 8 else "")
+
+
+class OrbitRun(SymmetricRun):
+    """A :class:`SymmetricRun` of the flat ring on a product of dimensions, timed from one
+    node's ops (module docstring); ``schedule``, ``compiled`` and ``final`` are built when
+    asked, for the sizes where the full program fits."""
+
+    algorithm: str
+    collective: str
+    count: int
+    chunk: int
+    group: ChipGroup
+    orbit: OrbitQuotient
+    layout: Layout
+    orbits: Orbits
+
+    def __init__(
+        self,
+        topo: Topology,
+        net: Network,
+        algorithm: str,
+        collective: str,
+        count: int,
+        chunk: int,
+        group: ChipGroup,
+        orbit: OrbitQuotient,
+        log: SymmetricLog,
+        checked: tuple[int, str],
+        layout: Layout,
+        orbits: Orbits,
+    ) -> None:
+        setattr_ = object.__setattr__
+        for name, value in (
+            ("layout", layout),
+            ("orbits", orbits),
+            ("topo", topo),
+            ("network", net),
+            ("algorithm", algorithm),
+            ("collective", collective),
+            ("count", count),
+            ("chunk", chunk),
+            ("group", group),
+            ("orbit", orbit),
+            ("quotient", orbit.program),
+            ("log", log),
+            ("symmetric", log),
+            ("wrong", checked[0]),
+            ("problem", checked[1]),
+        ):
+            setattr_(self, name, value)
+
+    @cached_property
+    def schedule(self) -> Schedule:
+        return build_schedule(
+            self.topo,
+            self.nbytes,
+            self.algorithm,
+            self.collective,
+            chunk_bytes=self.chunk,
+            network=self.network,
+        )
+
+    @cached_property
+    def compiled(self) -> Compiled:
+        return fabric_program(self.schedule)
+
+    @cached_property
+    def final(self) -> Replayed:
+        try:
+            return replay(self.schedule, self.network, self.compiled, self.log)
+        except ReplayError:
+            zero = np.zeros((self.chips, len(self.compiled.bounds) - 1), np.int64)
+            return Replayed(zero, zero, zero)
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * self.topo.bpe
+
+    @property
+    def chips(self) -> int:
+        return self.network.chips
+
+    def __repr__(self) -> str:
+        return (
+            f"OrbitRun({self.algorithm} {self.collective} of {self.nbytes} B on {self.chips} "
+            "chips, "
+            f"{len(self.group.elements)} turns)"
+        )
+
+    def metrics(self) -> dict[str, float]:
+        """:func:`sim.collectives.metrics.collective_metrics` in closed form: every link's
+        records are its representative link's (the group acts freely, so no element fixes
+        a link), every chip's its representative's."""
+        p, turns = self.chips, self.group.order
+        rep = self.symmetric.rep
+        t_ps = self.time_ps
+        st = rep.stored
+        stage = st["stage"].astype(np.int64)
+        engine = st["engine"].astype(np.int64)
+        dur = (st["end"] - st["start"]).astype(np.float64)
+        nbytes = st["nbytes"].astype(np.float64)
+        on_link = (stage == SEND) | (stage == FORWARD)
+        nlinks = len(self.network.links)
+        per_link = np.bincount(engine[on_link], weights=nbytes[on_link], minlength=nlinks)
+        busy = np.bincount(engine[on_link], weights=dur[on_link], minlength=nlinks)
+        chip = st["chip"].astype(np.int64)
+        red = stage == REDUCE
+        reduce_busy = np.bincount(chip[red], weights=dur[red], minlength=p)
+        q = self.quotient
+        hbm = np.zeros(p)
+        for kk, s, b, m in zip(q.kind, q.src, q.nbytes, q.hbm, strict=True):
+            hbm[s] += hbm_default(kk, b) if m < 0 else m
+        time_ns = t_ps / 1000
+        algbw = self.nbytes / time_ns if t_ps else 0.0
+        factor = (2.0 if self.collective == "allreduce" else 1.0) * (p - 1) / p
+        return {
+            "time_ns": time_ns,
+            "algbw_gbs": algbw,
+            "busbw_gbs": algbw * factor,
+            "wrong": float(self.wrong),
+            "count": float(self.count),
+            "channels": 0.0,
+            "transfers": float(turns * int((stage == SEND).sum())),
+            "records": float(len(self.log)),
+            "link_bytes_max": float(per_link.max(initial=0.0)),
+            "link_bytes_total": float(turns * per_link.sum()),
+            "links_used": float(turns * int((per_link > 0).sum())),
+            "link_util_peak": float(busy.max(initial=0.0) / t_ps) if t_ps else 0.0,
+            "hbm_bytes_max": float(hbm.max(initial=0.0)),
+            "reduce_util_peak": float(reduce_busy.max(initial=0.0) / t_ps) if t_ps else 0.0,
+        }
+
+
+#: Algorithms taken here besides the flat ring (their schedules are small; their programs
+#: are not). ``hierarchical`` is not: its direct steps order messages by absolute chip id,
+#: and even by offset its nested parts move under any turn while a reduction streams part
+#: of a span into the next dimension's send, so a stand-in's range reads another
+#: streaming geometry (ADR 0024, "Not done"); the others run on
+#: :mod:`sim.collectives.fast_product`.
+SCHEDULED = ("direct",)
+
+
+def orbit_run(
+    topo: Topology, nbytes: object, algorithm: object, collective: object, chunk_bytes: object
+) -> OrbitRun | None:
+    """The run of a collective on two or more switch / fully connected dimensions from its
+    representatives' ops (module docstring), or None for any other case."""
+    if collective not in COLLECTIVES or (algorithm != "ring" and algorithm not in SCHEDULED):
+        return None
+    dims = dimensions_of(topo.chips)
+    if len(dims) < 2 or any(d.shape not in SHAPES for d in dims) or dims[-1].size < 2:
+        return None
+    bpe = topo.bpe
+    if type(nbytes) is not int or nbytes <= 0 or nbytes % bpe:
+        return None
+    chunk = topo.chips.chunk_bytes if chunk_bytes is None else chunk_bytes
+    if type(chunk) is not int or chunk < bpe:
+        return None
+    chunk -= chunk % bpe
+    net = build_network(topo)
+    count = nbytes // bpe
+    depth = max(1, topo.chips.staging_buffers // 2)
+    sizes = tuple(d.size for d in dims)
+    if algorithm == "ring":
+        lay = ring_layout(net, str(collective), count, bpe, chunk, depth)
+        groups = groups_for(sizes, net.ring_order())[-1:]
+        shares = lay.shares if lay is not None else ()
+    else:
+        try:
+            sched = build_schedule(
+                topo, nbytes, str(algorithm), str(collective), chunk_bytes=chunk, network=net
+            )
+        except NpuSimError:
+            return None  # the general path says why
+        if sched.blocking or sched.channels:
+            return None
+        lay = schedule_layout(sched)
+        groups = groups_for(sizes)
+        shares = sched.shares
+    if lay is None or not len(lay.src):
+        return None
+    base = Schedule(
+        collective=collective,
+        algorithm=algorithm,  # type: ignore[arg-type]
+        chips=net.chips,
+        count=count,
+        bytes_per_element=bpe,
+        chunk_bytes=chunk,
+        steps=(),
+        shares=shares,
+        depth=depth,
+    )
+    rt = RouteTable(net, int(lay.lane.max(initial=0)) + 1)
+    for group in groups:
+        got = _run_on(topo, net, lay, group, rt, base)
+        if got is not None:
+            return got
+    return None
+
+
+def _run_on(
+    topo: Topology, net: Network, lay: Layout, group: ChipGroup, rt: RouteTable, base: Schedule
+) -> OrbitRun | None:
+    if (group.elements[1:] == np.arange(net.chips)).any():
+        return None  # not free
+    maps = link_maps(net, group, group.generators)
+    if maps is None:
+        return None
+    orb = Orbits(group)
+    stand = stand_ins(lay, net, orb, rt)  # the cheap refusal first: the order of ties
+    if stand is None or not invariant(lay, net, group, maps, rt):
+        return None
+    hops = rt.hops[lay.src, lay.dst]
+    records = int((lay.k[lay.step] * (hops + 1)).sum()) // group.order  # the quotient's
+    if records > ops_budget():
+        return None  # the general path refuses it, naming the budget
+    q = orbit_quotient(lay, orb, stand, base)
+    if q is None:
+        return None
+    link_rep = link_orbit_minima(maps)
+    lanes = q.program.lane or [0] * len(q.program)
+    q_routes = [
+        tuple(int(link_rep[x]) for x in net.route(a, b, w)) if kk == TRANSFER else ()
+        for kk, a, b, w in zip(q.program.kind, q.program.src, q.program.dst, lanes, strict=True)
+    ]
+    view = time_representatives(net, q.program, q_routes)
+    names = (*net.names, REDUCE_ENGINE, HBM_ENGINE)
+    rep = OpLog.from_columns(names, STAGES, {c: view.column(c) for c in view.stored})
+    log = SymmetricLog(rep, group.order, expander(net, lay, orb, stand, q, rep, rt))
+    try:
+        checked = _replay(lay, orb, q, rep, net, str(base.collective))
+    except _Fallback:
+        return None
+    return OrbitRun(
+        topo,
+        net,
+        str(base.algorithm),
+        str(base.collective),
+        base.count,
+        base.chunk_bytes,
+        group,
+        q,
+        log,
+        checked,
+        lay,
+        orb,
+    )
+
+
+FAST_PATHS.append(orbit_run)

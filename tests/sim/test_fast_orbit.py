@@ -1,0 +1,153 @@
+"""Collectives on two switch (or fully connected) dimensions timed from representatives'
+ops generated directly (sim.collectives.orbit, fast_orbit): the flat ring (its Gray order
+turned by one node's sweep: node j is node j - 1 reflected) and direct (chip-id offsets kept
+by turning the outer digit). The op log must be the event engine's, every column; the
+metrics collective_metrics' of the exact run; #wrong the replay's, also when broken."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from sim import load_topology
+from sim.collectives import collective_metrics, run_collective
+from sim.collectives.catalog import build_schedule
+from sim.collectives.fast_orbit import OrbitRun, _replay
+from sim.collectives.fast_product import QuotientRun
+from sim.collectives.run import run_schedule
+from sim.fabric import build_network
+from sim.oplog import COLUMNS, OpLog
+
+
+def _two_level(inner: int, outer: int, shape: str = "switch") -> object:
+    link = {"link_bw_gbs": 50, "link_latency_ns": 1000}
+    return load_topology("npu-1h").replace_dimensions(
+        [{"shape": shape, "size": inner, **link}, {"shape": "switch", "size": outer, **link}]
+    )
+
+
+def _sha(log: object) -> str:
+    h = hashlib.sha256()
+    for c in COLUMNS:
+        h.update(log.column(c).tobytes())  # type: ignore[attr-defined]
+    return h.hexdigest()
+
+
+def _exact(topo: object, nbytes: int, collective: str) -> object:
+    net = build_network(topo)  # type: ignore[arg-type]
+    return run_schedule(build_schedule(topo, nbytes, "ring", collective, network=net), net)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "all_gather", "reduce_scatter"])
+@pytest.mark.parametrize(("inner", "outer"), [(2, 4), (4, 4), (8, 2), (8, 8)])
+def test_flat_ring_is_timed_from_one_node(collective: str, inner: int, outer: int) -> None:
+    topo = _two_level(inner, outer)
+    nbytes = 1 << 18
+    run = run_collective(topo, nbytes, "ring", collective)  # type: ignore[arg-type]
+    assert isinstance(run, OrbitRun)
+    assert run.group.order == outer  # one node's chips stand for all
+    assert len(run.log.rep) * outer == len(run.log)  # type: ignore[attr-defined]
+    ref = _exact(topo, nbytes, collective)
+    assert _sha(run.log) == _sha(ref.log)  # type: ignore[attr-defined]
+    assert run.wrong == ref.wrong == 0  # type: ignore[attr-defined]
+    assert collective_metrics(run) == collective_metrics(ref)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("nbytes", [4 * 2 * 32, 1 << 20, 3 << 16])
+def test_chunkings_and_sizes_on_fully_connected_nodes(nbytes: int) -> None:
+    """Fully connected nodes, one element per segment up to several chunks per message."""
+    topo = _two_level(4, 8, "fully_connected")
+    run = run_collective(topo, nbytes, "ring", "allreduce")  # type: ignore[arg-type]
+    assert isinstance(run, OrbitRun)
+    ref = _exact(topo, nbytes, "allreduce")
+    assert _sha(run.log) == _sha(ref.log)  # type: ignore[attr-defined]
+    assert collective_metrics(run) == collective_metrics(ref)  # type: ignore[arg-type]
+
+
+def test_uneven_segments_take_the_general_path() -> None:
+    topo = _two_level(4, 4)
+    run = run_collective(topo, 4 * 33 * 2, "ring", "allreduce")  # type: ignore[arg-type]
+    assert not isinstance(run, OrbitRun)
+    assert isinstance(run, QuotientRun)  # the quotient of the full program still applies
+
+
+def test_a_reduction_before_its_data_counts_everything_wrong() -> None:
+    topo = _two_level(4, 4)
+    run = run_collective(topo, 1 << 16, "ring", "allreduce")  # type: ignore[arg-type]
+    assert isinstance(run, OrbitRun)
+    rep = run.log.rep  # type: ignore[attr-defined]
+    st = rep.stored
+    red = np.flatnonzero(st["stage"] == rep.stages.index("reduce"))[3]
+    start = st["start"].copy()
+    start[red] = 0
+    bad = OpLog.from_columns(rep.engines, rep.stages, {**st, "start": start})
+    wrong, why = _replay(run.layout, run.orbits, run.orbit, bad, run.network, "allreduce")
+    assert wrong == 16 * run.count and "before it arrived" in why
+
+
+def test_a_receive_of_the_wrong_data_is_counted() -> None:
+    """A reduction fed by another transfer of the same size (planted in the quotient): the
+    replay from one node must count the pieces that lack an input or hold one twice."""
+    topo = _two_level(4, 4)
+    run = run_collective(topo, 1 << 16, "ring", "allreduce")  # type: ignore[arg-type]
+    assert isinstance(run, OrbitRun) and run.wrong == 0
+    prog = run.orbit.program
+    cons = [i for i, t in enumerate(prog.consumes) if t >= 0]
+    i, j = cons[5], cons[6]
+    consumes = list(prog.consumes)
+    consumes[i] = consumes[j]
+    bad = replace(run.orbit, program=replace(prog, consumes=consumes))
+    wrong, why = _replay(run.layout, run.orbits, bad, run.log.rep, run.network, "allreduce")  # type: ignore[attr-defined]
+    assert wrong > 0 and wrong % 4 == 0  # every node alike
+    assert "lacks the inputs" in why or "holds inputs" in why or "twice" in why
+
+
+@pytest.mark.parametrize("outer", [2, 4])
+def test_h100_nodes_with_lanes(outer: int) -> None:
+    """h100-sxm-8x4's NVSwitch ports (lanes) and NICs, nodes grown or shrunk, the neutral
+    runtime: the ring takes lane 0; the log is the event engine's."""
+    topo = load_topology("h100-sxm-8x4")
+    dims = [dict(d) for d in topo.to_dict()["chips"]["dimensions"]]  # type: ignore[attr-defined]
+    dims[1]["size"] = outer
+    topo = topo.replace_dimensions(dims).replace_collectives(  # type: ignore[attr-defined]
+        launch_ns=None, step_sync_ns=None, channels=None, protocol=None, protocols=None
+    )
+    run = run_collective(topo, 1 << 20, "ring", "allreduce")
+    assert isinstance(run, OrbitRun)
+    ref = _exact(topo, 1 << 20, "allreduce")
+    assert _sha(run.log) == _sha(ref.log)  # type: ignore[attr-defined]
+    assert collective_metrics(run) == collective_metrics(ref)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "all_gather", "reduce_scatter"])
+@pytest.mark.parametrize(("inner", "outer"), [(2, 4), (4, 4), (8, 4)])
+def test_direct_is_timed_from_representatives(collective: str, inner: int, outer: int) -> None:
+    """direct (every chip to chip + d, by offset d in chip ids): turning the outer digit
+    keeps chip-id offsets, so one node's chips stand for all; the program is never built."""
+    topo = _two_level(inner, outer)
+    nbytes = 1 << 18
+    run = run_collective(topo, nbytes, "direct", collective)  # type: ignore[arg-type]
+    assert isinstance(run, OrbitRun)
+    assert len(run.log.rep) * run.group.order == len(run.log)  # type: ignore[attr-defined]
+    net = build_network(topo)  # type: ignore[arg-type]
+    sched = build_schedule(topo, nbytes, "direct", collective, network=net)  # type: ignore[arg-type]
+    ref = run_schedule(sched, net)
+    assert _sha(run.log) == _sha(ref.log)
+    assert run.wrong == ref.wrong == 0
+    assert collective_metrics(run) == collective_metrics(ref)
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "direct"])
+def test_a_given_chunk_size_is_the_one_timed(algorithm: str) -> None:
+    topo = _two_level(4, 4)
+    nbytes, chunk = 1 << 18, 4096
+    run = run_collective(topo, nbytes, algorithm, "allreduce", chunk_bytes=chunk)  # type: ignore[arg-type]
+    assert isinstance(run, OrbitRun)
+    net = build_network(topo)  # type: ignore[arg-type]
+    sched = build_schedule(topo, nbytes, algorithm, "allreduce", chunk_bytes=chunk, network=net)  # type: ignore[arg-type]
+    ref = run_schedule(sched, net)
+    assert _sha(run.log) == _sha(ref.log)
+    assert collective_metrics(run) == collective_metrics(ref)

@@ -50,6 +50,18 @@ def compare_metric(metric: Metric, baseline: float, current: float) -> Compariso
     return Comparison("regression" if worse else "improved", change)
 
 
+def counted(comparisons: Mapping[str, Comparison]) -> dict[str, Comparison]:
+    """The comparisons of one config, with every ``improved`` made ``changed`` when an exact
+    counter moved: the program did other work, so a number that fell with it (a total energy,
+    a busy time) is explained by the count, not better (issue 26, issue 29)."""
+    if not any(c.verdict == "changed" for c in comparisons.values()):
+        return dict(comparisons)
+    return {
+        name: Comparison("changed", c.change) if c.verdict == "improved" else c
+        for name, c in comparisons.items()
+    }
+
+
 def config_verdict(
     bench: Bench, baseline: Mapping[str, float] | None, comparisons: Mapping[str, Comparison]
 ) -> str:

@@ -12,7 +12,7 @@ import pluggy
 import pytest
 
 from pytest_npubench.bench import Bench, BenchConfig, Result, ResultError
-from pytest_npubench.compare import Comparison, ConfigResult, config_verdict
+from pytest_npubench.compare import Comparison, ConfigResult, config_verdict, counted
 from pytest_npubench.context import BenchContext
 from pytest_npubench.report import (
     failure_message,
@@ -227,7 +227,7 @@ class BenchItem(pytest.Item):
                     "an implementation must return a Comparison or None"
                 )
             comparisons[name] = comparison
-        return comparisons
+        return counted(comparisons)
 
     def _record(self, result: ConfigResult) -> None:
         self.user_properties.append(("npubench", result.to_payload()))

@@ -72,7 +72,7 @@ HEAVY = (
     "tests/planted/test_derived.py::*",
     "tests/planted/test_paths.py::*",
     "tests/planted/test_races.py::*",
-    "tests/planted/test_energy.py::*",
+    "tests/planted/test_sram_energy.py::*",
 )
 
 

@@ -19,15 +19,18 @@ _LEAF = re.compile(r"^(?P<indent> *)(?P<key>[a-z_]+): *(?P<value>[^#\n]*?) *(?P<
 
 def _leaves() -> list[tuple[int, str]]:
     """(line index, dotted key) of every key with a value in the base file."""
-    out, section = [], ""
+    out: list[tuple[int, str]] = []
+    path: list[tuple[int, str]] = []  # (indent, key) of the open sections (energy.mac_pj)
     for i, line in enumerate(BASE_TEXT.splitlines()):
         m = _LEAF.match(line)
         if not m:
             continue
+        indent = len(m["indent"])
+        path = [(d, k) for d, k in path if d < indent]
         if not m["value"]:
-            section = m["key"]
+            path.append((indent, m["key"]))
             continue
-        out.append((i, f"{section}.{m['key']}" if m["indent"] else m["key"]))
+        out.append((i, ".".join([*(k for _, k in path), m["key"]])))
     return out
 
 

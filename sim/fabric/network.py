@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import cached_property
 
 from sim.fabric.dimensions import build_dimensions, gray_order, ring_route
 from sim.topology import DimensionConfig, Topology, dimensions_of
@@ -90,13 +91,13 @@ class Network:
             return Fraction(self.idle[0] if what == "bandwidth" else self.idle[1])
         return values[0]
 
-    @property
+    @cached_property  # read per op by the engines; a network never changes (frozen)
     def latency_ps(self) -> int:
         """The flight time of every link, for a uniform network (:attr:`uniform`); raises
         ``ValueError`` when links differ, so that no caller reads one link's value for all."""
         return int(self._uniform_value(tuple(map(Fraction, self.link_latencies_ps)), "latency"))
 
-    @property
+    @cached_property
     def link_bw(self) -> Fraction:
         """The bandwidth of every link, for a uniform network; raises ``ValueError`` when
         links differ (as :attr:`latency_ps`)."""

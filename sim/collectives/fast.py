@@ -364,7 +364,7 @@ class SymmetricRun(CollectiveRun):
         try:
             return replay(self.schedule, self.network, self.compiled, self.log)
         except ReplayError:
-            zero = np.zeros((self.case.chips, len(self.compiled.bounds) - 1), np.int64)
+            zero = np.zeros((self.chips, len(self.compiled.bounds) - 1), np.int64)
             return Replayed(zero, zero, zero)
 
     @property

@@ -22,12 +22,11 @@ from functools import cached_property
 import numpy as np
 
 from sim.collectives.catalog import build_schedule
-from sim.collectives.compile import Compiled, chunks, fabric_program
+from sim.collectives.compile import chunks
 from sim.collectives.fast import SymmetricRun
 from sim.collectives.races import quotient_race
 from sim.collectives.run import FAST_PATHS
 from sim.collectives.schedule import Schedule
-from sim.collectives.verify import Replayed, ReplayError, replay
 from sim.fabric import (
     HBM_ENGINE,
     REDUCE,
@@ -140,18 +139,6 @@ class DirectRun(SymmetricRun):
         return build_schedule(
             t, self.nbytes, "direct", "allreduce", chunk_bytes=self.chunk, network=self.network
         )
-
-    @cached_property
-    def compiled(self) -> Compiled:
-        return fabric_program(self.schedule)
-
-    @cached_property
-    def final(self) -> Replayed:
-        try:
-            return replay(self.schedule, self.network, self.compiled, self.log)
-        except ReplayError:
-            zero = np.zeros((self.chips, len(self.compiled.bounds) - 1), np.int64)
-            return Replayed(zero, zero, zero)
 
     @property
     def nbytes(self) -> int:

@@ -44,7 +44,6 @@ from functools import cached_property
 import numpy as np
 
 from sim.collectives.catalog import build_schedule
-from sim.collectives.compile import Compiled, fabric_program
 from sim.collectives.fast import SymmetricRun
 from sim.collectives.orbit import (
     SHAPES,
@@ -62,7 +61,6 @@ from sim.collectives.orbit import (
 )
 from sim.collectives.run import FAST_PATHS
 from sim.collectives.schedule import COLLECTIVES, I64, Schedule
-from sim.collectives.verify import Replayed, ReplayError, replay
 from sim.errors import NpuSimError
 from sim.fabric import (
     FORWARD,
@@ -250,18 +248,6 @@ class OrbitRun(SymmetricRun):
             chunk_bytes=self.chunk,
             network=self.network,
         )
-
-    @cached_property
-    def compiled(self) -> Compiled:
-        return fabric_program(self.schedule)
-
-    @cached_property
-    def final(self) -> Replayed:
-        try:
-            return replay(self.schedule, self.network, self.compiled, self.log)
-        except ReplayError:
-            zero = np.zeros((self.chips, len(self.compiled.bounds) - 1), np.int64)
-            return Replayed(zero, zero, zero)
 
     @property
     def nbytes(self) -> int:

@@ -285,7 +285,12 @@ def _replay(case: RingCase, prog: FabricProgram, rep: OpLog, lat: int) -> tuple[
     wrong = int(p * (sizes[None, None, :] * bad).sum())
     h, i, t = (int(x) for x in np.argwhere(bad)[0])
     lo = h * (case.count // 2) + i * case.segment + int(sizes[:t].sum())
-    got, exp = state[h, i, t], want[h, i, t]
+    why = input_mismatch(state[h, i, t], want[h, i, t])
+    return wrong, f"chip 0, elements [{lo}, {lo + int(sizes[t])}) {why}"
+
+
+def input_mismatch(got: npt.NDArray[np.int64], exp: npt.NDArray[np.int64]) -> str:
+    """What a piece's per-chip input counts ``got`` lack or hold against ``exp``."""
     why = []
     missing = np.flatnonzero((got == 0) & (exp > 0))
     extra = np.flatnonzero((got > 0) & (exp == 0))
@@ -295,7 +300,7 @@ def _replay(case: RingCase, prog: FabricProgram, rep: OpLog, lat: int) -> tuple[
         why.append(f"holds inputs it should not (chips {_few(extra)})")
     if not why:
         why.append("counts an input twice")
-    return wrong, f"chip 0, elements [{lo}, {lo + int(sizes[t])}) {' and '.join(why)}"
+    return " and ".join(why)
 
 
 def _few(chips: npt.NDArray[np.int64]) -> str:

@@ -44,7 +44,7 @@ from functools import cached_property
 import numpy as np
 
 from sim.collectives.catalog import build_schedule
-from sim.collectives.fast import SymmetricRun
+from sim.collectives.fast import SymmetricRun, input_mismatch
 from sim.collectives.orbit import (
     SHAPES,
     Layout,
@@ -60,7 +60,7 @@ from sim.collectives.orbit import (
     stand_ins,
 )
 from sim.collectives.run import FAST_PATHS
-from sim.collectives.schedule import COLLECTIVES, I64, Schedule
+from sim.collectives.schedule import COLLECTIVES, Schedule
 from sim.errors import NpuSimError
 from sim.fabric import (
     FORWARD,
@@ -170,23 +170,9 @@ def _replay(
         return 0, ""
     wrong = int(orb.el.shape[0] * (size[None, :] * bad).sum())
     r, x = (int(v) for v in np.argwhere(bad)[0])
-    got, exp = state[r, x], want[r, x]
-    why = []
-    missing = np.flatnonzero((got == 0) & (exp > 0))
-    extra = np.flatnonzero((got > 0) & (exp == 0))
-    if len(missing):
-        why.append(f"lacks the inputs of chips {_few(missing)}")
-    if len(extra):
-        why.append(f"holds inputs it should not (chips {_few(extra)})")
-    if not why:
-        why.append("counts an input twice")
+    why = input_mismatch(state[r, x], want[r, x])
     lo_e, hi_e = int(bounds[x]), int(bounds[x + 1])
-    return wrong, f"chip {int(reps[r])}, elements [{lo_e}, {hi_e}) {' and '.join(why)}"
-
-
-def _few(chips: I64) -> str:
-    shown = ", ".join(str(int(c)) for c in chips[:8])
-    return shown + (f" and {len(chips) - 8} more" if len(chips) > 8 else "")
+    return wrong, f"chip {int(reps[r])}, elements [{lo_e}, {hi_e}) {why}"
 
 
 class OrbitRun(SymmetricRun):

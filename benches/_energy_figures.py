@@ -176,7 +176,7 @@ def pj_per_byte_vs_size(
             every += rows
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_title(topology, fontsize=9)
+        ax.set_title(f"topology: {topology}", fontsize=9)
         ax.set_xlabel("message size (bytes)")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7, loc="upper right")

@@ -67,7 +67,8 @@ def test_ccl_legends_match_the_panels_and_titles_name_the_topology(
     ccl.BENCH.figures(baseline_results("ccl"), tmp_path)
     for name in ("time_vs_size.png", "sim_vs_model.png"):
         assert_legend_matches(captured[name])
-    for name in ("time_vs_size.png", "sim_vs_model.png", "busbw_vs_size.png"):
+    named = ("time_vs_size.png", "sim_vs_model.png", "busbw_vs_size.png")
+    for name in (*named, "energy_per_byte_vs_size.png"):
         for ax in captured[name].axes:
             assert ax.get_title().startswith("topology: "), (name, ax.get_title())
     coloured = {

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -166,6 +167,9 @@ def replay(schedule: Schedule, net: Network, compiled: Compiled, log: OpLog) -> 
         [np.ones(int(sends.sum()), np.int64), np.zeros(int(consumer.sum()), np.int64)]
     )
     order = np.lexsort((ops, kinds, times))  # at equal times, writes land before reads
+    in_lists = _replay_in_lists(compiled, ops[order], (a, b, mask), (a0, b0, m0))
+    if in_lists is not None:
+        return Replayed(in_lists.a[:p], in_lists.b[:p], in_lists.mask[:p])
     lo, hi, fresh, consumes = compiled.lo, compiled.hi, compiled.fresh, prog.consumes
     bounds = compiled.bounds
     src = prog.src
@@ -195,6 +199,118 @@ def replay(schedule: Schedule, net: Network, compiled: Compiled, log: OpLog) -> 
             b[c, x:y] = db
             mask[c, x:y] = dm
     return Replayed(a[:p], b[:p], mask[:p])
+
+
+#: how many pieces an op may move on average for :func:`_replay_in_lists` to replay the log
+#: (wider ops are cheaper as numpy slices)
+LIST_WIDTH = 8
+
+
+def _replay_in_lists(
+    compiled: Compiled,
+    seq: I64,
+    start: tuple[I64, I64, I64],
+    inputs: tuple[I64, I64, I64],
+) -> Replayed | None:
+    """:func:`replay`'s loop over ``seq`` (the log's sends and consumers in replay order) on
+    flat Python lists of exact integers instead of numpy slices: the same sums, element by
+    element (most ops move one piece, where a slice costs more than its one addition).
+    Integers are exact, and numpy's int64 wraps modulo 2**64, which sums and products
+    respect, so the two agree whenever every final value fits int64. None (the numpy loop
+    then replays it, and raises what it raises) when the log has another shape: an op's
+    piece range outside the pieces or reversed, a chip outside the rows, a consumer of no
+    transfer or of one not sent before it (or consumed twice), a consumer and its transfer of
+    different widths, wide ops (:data:`LIST_WIDTH`), or a final value outside int64."""
+    prog = compiled.program
+    ops = seq.astype(np.int64)
+    rows, pieces = start[0].shape
+    if not len(ops) or not pieces:
+        return None
+    lo = np.asarray(compiled.lo, dtype=np.int64)
+    hi = np.asarray(compiled.hi, dtype=np.int64)
+    x, width = lo[ops], hi[ops] - lo[ops]
+    chip = np.asarray(prog.src, dtype=np.int64)[ops]
+    bad = (x < 0) | (width < 0) | (x + width > pieces) | (chip < 0) | (chip >= rows)
+    if bad.any() or width.sum() > LIST_WIDTH * len(ops):
+        return None
+    kind = np.asarray(prog.kind, dtype=np.int64)[ops]
+    t = np.asarray(prog.consumes, dtype=np.int64)[ops]
+    users = kind != TRANSFER
+    tu = t[users]
+    if (tu < 0).any() or not np.array_equal(hi[tu] - lo[tu], width[users]):
+        return None
+    bounds = np.asarray(compiled.bounds, dtype=np.int64)
+    shift = np.zeros(len(ops), dtype=np.int64)
+    shift[users] = bounds[lo[tu]] - bounds[x[users]]  # it landed elsewhere (Message.at)
+    fresh = np.asarray(compiled.fresh, dtype=bool)
+    # what each entry does: 0 sends one piece, 1 sends the input (fresh), 2 adds one piece,
+    # 3 copies one piece, 4 anything else (wider, or moved by a shift)
+    one = width == 1
+    code = np.full(len(ops), 4, dtype=np.int64)
+    code[~users & one] = 0
+    code[~users & fresh[ops]] = 1
+    plain = users & one & (shift == 0)
+    code[plain & (kind == REDUCTION)] = 2
+    code[plain & (kind != REDUCTION)] = 3
+    cell = chip * pieces + x
+    a, b, mask = (v.ravel().tolist() for v in start)
+    given = [tuple(v) for v in zip(*(w.tolist() for w in inputs), strict=True)]  # per chip
+    stash: dict[int, Any] = {}  # one piece or a fresh send: ints; more: lists
+    t_of = t.tolist()
+    try:
+        for op, c, at, tr in zip(ops.tolist(), code.tolist(), cell.tolist(), t_of, strict=True):
+            if c == 0:
+                stash[op] = (a[at], b[at], mask[at])
+            elif c == 2:
+                da, db, dm = stash.pop(tr)
+                a[at] += da
+                b[at] += db
+                mask[at] |= dm
+            elif c == 3:
+                a[at], b[at], mask[at] = stash.pop(tr)
+            elif c == 1:
+                stash[op] = given[at // pieces]
+            else:
+                _replay_wide(compiled, op, at, pieces, stash, (a, b, mask))
+    except KeyError:  # not sent before it, or consumed twice
+        return None
+    try:
+        out = [np.asarray(v, dtype=np.int64).reshape(rows, pieces) for v in (a, b, mask)]
+    except OverflowError:  # a value outside int64: numpy's wrapped sums say what it holds
+        return None
+    return Replayed(*out)
+
+
+def _replay_wide(
+    compiled: Compiled,
+    op: int,
+    at: int,
+    pieces: int,
+    stash: dict[int, Any],
+    state: tuple[list[int], list[int], list[int]],
+) -> None:
+    """One entry of :func:`_replay_in_lists` that moves several pieces or lands elsewhere:
+    op ``op`` at flat index ``at`` (its chip's row, its first piece) of ``state``."""
+    prog = compiled.program
+    a, b, mask = state
+    w = compiled.hi[op] - compiled.lo[op]
+    if prog.kind[op] == TRANSFER:
+        stash[op] = (a[at : at + w], b[at : at + w], mask[at : at + w])
+        return
+    tr = prog.consumes[op]
+    da, db, dm = stash.pop(tr)
+    shift = compiled.bounds[compiled.lo[tr]] - compiled.bounds[compiled.lo[op]]
+    if not isinstance(da, list):  # a fresh send's one value (or one piece's): every piece
+        da, db, dm = [da + db * shift] * w, [db] * w, [dm] * w
+    elif shift:
+        da = [u + v * shift for u, v in zip(da, db, strict=True)]
+    end = at + w
+    if prog.kind[op] == REDUCTION:
+        a[at:end] = [u + v for u, v in zip(a[at:end], da, strict=True)]
+        b[at:end] = [u + v for u, v in zip(b[at:end], db, strict=True)]
+        mask[at:end] = [u | v for u, v in zip(mask[at:end], dm, strict=True)]
+    else:
+        a[at:end], b[at:end], mask[at:end] = da, db, dm
 
 
 def _replay_sums(

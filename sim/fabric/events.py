@@ -5,23 +5,7 @@ What is due at the same time is taken in key order: servers freeing first (key `
 then hops past the first, more hops travelled first, then by op id (key ``i - hop * n``),
 then first hops, reductions and copies by op id, a staging buffer coming back to transfer
 ``i`` before ``i``'s own first hop (key ``i``): so a link serves simultaneous requests by
-hops travelled, then program order (ADR 0026).
-
-How the loop is kept short (the same log as one event per release, bit for bit:
-``tests/sim/test_engine_reference.py`` compares it with the loop as it was):
-
-* A server is free when its holder's release time is not in the future (``free_at``); its
-  release is an event only while an op waits for it (pushed when the first one queues, at
-  the same time and key as ever). A release that finds nobody waiting changes nothing, and
-  releases are taken before every op due at their time, so an op that asks at that time
-  finds the server free either way.
-* Each op walks a phase: its staging buffer, then its HBM, then its server; ops that need no
-  buffer or no HBM start past them.
-* What a producer tells its dependents (``produced``, ADR 0005 decision 4 and ADR 0031) is
-  split once, before the loop: a dependent that needs the producer's whole span (almost all)
-  gets one first-burst time per producer; the few that need part of it keep their span
-  arithmetic, its time-free part precomputed.
-"""
+hops travelled, then program order (ADR 0026)."""
 
 from __future__ import annotations
 
@@ -47,64 +31,6 @@ from sim.fabric.program import (
 from sim.fabric.switch_ops import at_switch, switch_plan
 from sim.oplog import OpLog
 
-#: a partial dependent of a producer: (dependent, bytes it streams before the part it needs,
-#: offset of that part in the producer's span, the producer's span width)
-Partial = tuple[int, int, int, int]
-
-
-def dependents(
-    program: FabricProgram, total: list[int]
-) -> tuple[list[list[int]], list[list[Partial]], list[int]]:
-    """Per op: the dependents that need all of its span (``produced``'s plain case), those
-    that need part of it (with the time-free part of the streaming rule: what the dependent
-    streams before that part, ``total[j] * (max(x, lo) - x) // (y - x)``, and the offset
-    ``a`` of that part in the producer's span ``[lo, hi)``), and how many producers each op
-    waits for. The checks (and errors) are :func:`~sim.fabric.program.dependents_of`'s."""
-    n = len(program)
-    deps = program.deps
-    counts = [len(d) for d in deps]
-    nedges = sum(counts)
-    prod = np.fromiter(itertools.chain.from_iterable(deps), np.int64, nedges)
-    dep = np.repeat(np.arange(n, dtype=np.int64), counts)
-    cons = np.asarray(program.consumes, dtype=np.int64).reshape(-1)
-    bad = bool(((prod < 0) | (prod >= dep)).any())
-    if not bad and len(cons):
-        users = np.flatnonzero(cons >= 0)
-        t = cons[users]
-        kind = np.asarray(program.kind, dtype=np.int64)
-        bad = bool(((t >= users) | (kind[np.minimum(t, users)] != TRANSFER)).any())
-        if not bad and len(users):
-            has = np.zeros(n, dtype=bool)
-            has[dep[prod == cons[dep]]] = True
-            bad = not has[users].all()
-    if bad:
-        dependents_of(program)  # raises its error
-        raise AssertionError("dependents_of accepted a program the engine's checks refused")
-    order = np.argsort(prod, kind="stable")
-    p_of, j_of = prod[order], dep[order]
-    span = np.fromiter(itertools.chain.from_iterable(program.span), np.int64, 2 * n).reshape(n, 2)
-    lo, hi = span[p_of, 0], span[p_of, 1]
-    x, y = span[j_of, 0], span[j_of, 1]
-    part = (hi > lo) & (y > x) & ((x > lo) | (y < hi))
-    js = j_of.tolist()
-    offsets = np.searchsorted(p_of, np.arange(n + 1, dtype=np.int64)).tolist()
-    partial: list[list[Partial]] = [[] for _ in range(n)]
-    if part.any():
-        keep = np.ones(nedges, dtype=bool)
-        for e in np.flatnonzero(part).tolist():
-            i, j = int(p_of[e]), js[e]
-            (plo, phi), (jx, jy) = program.span[i], program.span[j]
-            a = max(jx, plo) - plo
-            if a >= min(jy, phi) - plo:
-                a = 0
-            partial[i].append((j, total[j] * (max(jx, plo) - jx) // (jy - jx), a, phi - plo))
-            keep[e] = False
-        plain_js = j_of[keep].tolist()
-        offsets = np.searchsorted(p_of[keep], np.arange(n + 1, dtype=np.int64)).tolist()
-        js = plain_js
-    plain = [js[a:b] for a, b in itertools.pairwise(offsets)]
-    return plain, partial, counts
-
 
 def simulate_events(
     net: Network,
@@ -123,9 +49,10 @@ def simulate_events(
     n = len(program)
     kind, src, dst = program.kind, program.src, program.dst
     first, hbm_hold, total, burst = holds
-    plain, partial, waiting = dependents(program, total)
+    dependents = dependents_of(program)
     into = accumulators(program)
     acc_end = [0] * n  # per accumulator (by its first reduction): when its last add ended
+    waiting = [len(d) for d in program.deps]
     p = net.chips
     lats = net.link_latencies_ps
     nlinks = len(net.links)
@@ -154,6 +81,8 @@ def simulate_events(
     pools = plan.pools if plan else p * p * nlanes
     credits = [net.staging_buffers] * pools
     held: list[deque[int]] = [deque() for _ in range(pools)]
+    granted = [False] * n
+    hbm_got = [False] * n
     head = [0] * n  # when the first burst of every input is there
     tail = [0] * n  # when the last byte of every input is there
     hop_end = [0] * n
@@ -184,35 +113,24 @@ def simulate_events(
             res_of.append(own_links[pair, r])
     if plan:  # reductions at a switch: on their ports' reduce engines
         servers = plan.place(res_of, servers)
-    # when each server frees (links, reduce engines, then (contention=False) pair links); a
-    # reduction without contention holds no engine, a copy none at all
-    free_at = [0] * servers
+    busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
     queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
     hbm_free = [0] * p
     nrec = [len(r) if k == TRANSFER else 1 for k, r in zip(kind, route_of, strict=True)]
     slot = list(itertools.accumulate(nrec, initial=0))
     r_start = [0] * slot[-1]
     r_end = [0] * slot[-1]
-    # per op: its first server (-1: a copy, or a transfer without links, which never starts)
-    # and the flight time of its first hop
-    res0 = [-1 if k == COPY or not r else r[0] for k, r in zip(kind, res_of, strict=True)]
-    lat0 = [lats[r[0]] if r else 0 for r in route_of]
-    # per op, what it waits for next: 0 its staging buffer, 1 its HBM, 2 its server
-    hbm_next = [1 if contention and h else 2 for h in hbm_hold]
-    phase = [
-        0 if k == TRANSFER and s else h for k, s, h in zip(kind, staged, hbm_next, strict=True)
-    ]
     done = 0
     ready = [i for i in range(n) if not waiting[i]]
     if (
         lats and min(lats) > 0
     ):  # nothing comes back at time 0: past the staging buffers, pairs wait in id order
         for idx, i in enumerate(ready):
-            if not phase[i]:
+            if kind[i] == TRANSFER and staged[i]:
                 c = conn[i]
                 if credits[c]:
                     credits[c] -= 1
-                    phase[i] = hbm_next[i]
+                    granted[i] = True
                 else:
                     held[c].append(i)
                     ready[idx] = -1
@@ -220,150 +138,126 @@ def simulate_events(
     heap = [(0, i, 0) for i in ready if i >= 0]
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
+    spans = program.span
+
+    def produced(i: int, begin: int, end: int, grain: int, now: int) -> None:
+        """Op ``i`` delivers its span linearly from ``begin`` to ``end`` at the consumer's side:
+        a dependent may start as soon as the part it needs first is coming, and cannot end
+        before one burst after ``end``. ``i`` is decided at ``now`` (it starts, a transfer its
+        last hop): no dependent starts before that (ADR 0031), so nothing is due in the past."""
+        lo, hi = spans[i]
+        width = hi - lo
+        for j in dependents[i]:
+            x, y = spans[j]
+            if width > 0 and y > x and (x > lo or y < hi):  # j needs part of i's span
+                a = max(x, lo) - lo
+                if a >= min(y, hi) - lo:
+                    a = 0
+                first_burst = begin + (end - begin) * a // width + grain
+                last = end  # i's data is complete (and checkable) only when i ends
+                # j reaches that part only after streaming its own bytes before it
+                first_burst -= total[j] * (max(x, lo) - x) // (y - x)
+            else:
+                first_burst, last = begin + grain, end
+            if first_burst > last:
+                first_burst = last
+            if first_burst < now:  # streaming ahead of a producer not yet under way
+                first_burst = now
+            if first_burst > head[j]:
+                head[j] = first_burst
+            if last > tail[j]:
+                tail[j] = last
+            waiting[j] -= 1
+            if not waiting[j]:
+                push(heap, (head[j], j, 0))
 
     while heap:
         now, i, hop = pop(heap)
-        waited = False  # whether op i starts on a server that someone else may wait for
-        if i == rel:  # server `hop` frees: its first queued op starts (one always waits)
+        if i == rel:  # server `hop` frees: its first queued op starts
+            if not queue[hop]:
+                busy[hop] = False
+                continue
             res = hop
-            i, hop = queue[res].popleft()
+            i, hop = queue[hop].popleft()
             k = kind[i]
-            waited = True
         elif hop < 0:  # a staging buffer comes back to the pair of transfer `i`
             c = conn[i]
             if held[c]:
                 j = held[c].popleft()
-                phase[j] = hbm_next[j]
+                granted[j] = True
                 push(heap, (now, j, 0))
             else:
                 credits[c] += 1
             continue
-        elif hop:  # a hop past the first: keyed by hops travelled, then op id (ADR 0026)
-            i += hop * n
-            k = TRANSFER
-            res = res_of[i][hop]
-            if free_at[res] > now:
-                q = queue[res]
-                if not q:
-                    push(heap, (free_at[res], rel, res))
-                q.append((i, hop))
-                continue
         else:
-            ph = phase[i]
-            if not ph:  # a transfer whose data a later op drains: one staging buffer
+            if hop:  # a hop past the first: keyed by hops travelled, then op id (ADR 0026)
+                i += hop * n
+            k = kind[i]
+            if k == TRANSFER and hop == 0 and staged[i] and not granted[i]:
                 c = conn[i]
                 if not credits[c]:
                     held[c].append(i)
                     continue
                 credits[c] -= 1
-                ph = phase[i] = hbm_next[i]
-            if ph == 1:  # the chip's HBM serves it in the order ops are ready (ADR 0016)
+                granted[i] = True
+            if contention and hbm_hold[i] and not hbm_got[i]:
                 chip = src[i]
-                hs = hbm_free[chip]
-                if hs < now:
-                    hs = now
+                hs = hbm_free[chip] if hbm_free[chip] > now else now
                 hbm_free[chip] = hs + hbm_hold[i]
-                phase[i] = 2
+                hbm_got[i] = True
                 if hs > now:
                     push(heap, (hs, i, 0))
                     continue
-            k = kind[i]
-            res = res0[i]
-            if k != COPY:
-                if res < 0:  # a transfer without links: IndexError, as its route has no hop 0
-                    res = res_of[i][0]
-                if free_at[res] > now:
-                    q = queue[res]
-                    if not q:
-                        push(heap, (free_at[res], rel, res))
-                    q.append((i, 0))
+            if k == COPY:
+                res = -1
+            else:
+                res = res_of[i][hop]
+                if busy[res]:
+                    queue[res].append((i, hop))
                     continue
+                busy[res] = contention or k == TRANSFER
         # op i starts its hop `hop` on server `res` at `now`
         done += 1
         if k == TRANSFER:
-            if hop == 0:
-                end = now + total[i]
-                late = tail[i] + burst[i]
-                lat = lat0[i]
-            else:
-                end = now + (first[i] if hop_own is None else hop_own[i][hop])
-                route = route_of[i]
-                late = hop_end[i] + lats[route[hop - 1]]
-                lat = lats[route[hop]]
-            if late > end:
-                end = late
-            hop_end[i] = end
-            free_at[res] = end
-            if waited and queue[res]:
-                push(heap, (end, rel, res))
-            at = slot[i] + hop
-            r_start[at] = now
-            r_end[at] = end
-            if hop + 1 < nrec[i]:
-                push(heap, (now + lat, i - (hop + 1) * n, hop + 1))
-                continue
-            begin = now + lat  # its delivery at the receiver: produced below
-            end += lat
-            g = grain[i]
-        else:
             begin = now
-            end = now + total[i]
-            late = tail[i] + burst[i]
-            if late > end:
-                end = late
-            acc = into[i]
-            if acc >= 0:  # adds after the accumulator's previous add, one burst behind it
-                late = acc_end[acc] + burst[i]
-                if late > end:
-                    end = late
-                acc_end[acc] = end
-            if k == REDUCTION and contention:  # busy for its work, not while data trickles in
-                free = now + first[i]
-                free_at[res] = free
-                if waited and queue[res]:
-                    push(heap, (free, rel, res))
-            at = slot[i]
-            r_start[at] = now
+            if hop == 0:
+                end = begin + total[i]
+                if tail[i] + burst[i] > end:
+                    end = tail[i] + burst[i]
+            else:
+                end = begin + (first[i] if hop_own is None else hop_own[i][hop])
+                after = hop_end[i] + lats[route_of[i][hop - 1]]
+                if after > end:
+                    end = after
+            hop_end[i] = end
+            push(heap, (end, rel, res))
+            at = slot[i] + hop
+            r_start[at] = begin
             r_end[at] = end
-            t = consumes[i]
-            if t >= 0:
-                push(heap, (end + back[t], t, -1))
-            g = burst[i]
-        # produced: op i delivers its span linearly from `begin` to `end` at the consumer's
-        # side; a dependent may start as soon as the part it needs first is coming, and
-        # cannot end before one burst after `end`. i is decided at `now` (it starts, a
-        # transfer its last hop): no dependent starts before that (ADR 0031)
-        some = plain[i]
-        if some:
-            first_burst = begin + g  # a dependent that needs all of i's span
-            if first_burst > end:
-                first_burst = end
-            if first_burst < now:
-                first_burst = now
-            for j in some:
-                if first_burst > head[j]:
-                    head[j] = first_burst
-                if end > tail[j]:
-                    tail[j] = end
-                w = waiting[j] - 1
-                waiting[j] = w
-                if not w:
-                    push(heap, (head[j], j, 0))
-        for j, before, a, width in partial[i]:  # j needs part of i's span
-            # j reaches that part only after streaming its own bytes before it
-            first_burst = begin + (end - begin) * a // width + g - before
-            if first_burst > end:  # i's data is complete (and checkable) only when i ends
-                first_burst = end
-            if first_burst < now:  # streaming ahead of a producer not yet under way
-                first_burst = now
-            if first_burst > head[j]:
-                head[j] = first_burst
-            if end > tail[j]:
-                tail[j] = end
-            w = waiting[j] - 1
-            waiting[j] = w
-            if not w:
-                push(heap, (head[j], j, 0))
+            lat = lats[route_of[i][hop]]
+            if hop + 1 < nrec[i]:
+                push(heap, (begin + lat, i - (hop + 1) * n, hop + 1))
+            else:
+                produced(i, begin + lat, end + lat, grain[i], begin)
+        else:
+            chip = src[i]
+            begin = now
+            end = begin + total[i]
+            if tail[i] + burst[i] > end:
+                end = tail[i] + burst[i]
+            g = into[i]
+            if g >= 0:  # adds after the accumulator's previous add, one burst behind it
+                if acc_end[g] + burst[i] > end:
+                    end = acc_end[g] + burst[i]
+                acc_end[g] = end
+            if k == REDUCTION and contention:  # busy for its work, not while data trickles in
+                push(heap, (begin + first[i], rel, res))
+            at = slot[i]
+            r_start[at] = begin
+            r_end[at] = end
+            if consumes[i] >= 0:
+                push(heap, (end + back[consumes[i]], consumes[i], -1))
+            produced(i, begin, end, burst[i], begin)
     if done < slot[-1]:
         stuck = [i for i in range(n) if waiting[i]][:3]
         raise RuntimeError(

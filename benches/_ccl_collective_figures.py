@@ -11,7 +11,14 @@ from typing import Any
 
 from benches._ccl_sweep import GATED_CHIPS, MORE_COLLECTIVES, SIZES, TOPOLOGIES, size_label
 from pytest_npubench import ConfigResult
-from pytest_npubench.plotting import markers, provenance, provenance_handles, save, titled
+from pytest_npubench.plotting import (
+    log_axis,
+    markers,
+    provenance,
+    provenance_handles,
+    save,
+    titled,
+)
 from sim.collectives import COLLECTIVE_ALGORITHMS, bus_factor
 
 COLORS = {
@@ -99,7 +106,7 @@ def busbw_figure(grid: Series, collective: str, path: Path, where: str) -> Path:
             ax.plot(xs, model, color=color, linestyle="--", linewidth=1)
             markers(ax, xs, ys, rows, color, marker="o", markersize=5)
         titled(ax, f"topology: {topology}")
-        ax.set_yscale("log")
+        log_axis(ax)
         ax.set_ylabel("busbw (GB/s, log scale)")
         ax.grid(True, which="major", alpha=0.3)
     for ax in axes[1]:

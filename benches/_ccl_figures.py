@@ -17,6 +17,7 @@ from benches._shared import bench_topology, grid_by
 from pytest_npubench import ConfigResult
 from pytest_npubench.plotting import (
     failed,
+    log_axis,
     mark_failed,
     markers,
     measured,
@@ -154,7 +155,7 @@ def _busbw_vs_size(grid: Grid, path: Path) -> Path:
                 label=f"{ALGO_SHORT[algorithm]}'s own bound {bounds[algorithm]:.3g} GB/s",
             )
         titled(ax, f"topology: {topology}")
-        ax.set_yscale("log")
+        log_axis(ax, minor=False)
         ax.set_ylabel("busbw (GB/s, log scale)")
         _size_axis(ax)
         ax.grid(True, which="major", alpha=0.3)

@@ -14,6 +14,7 @@ from pytest_npubench import ConfigResult
 from pytest_npubench.plotting import (
     REUSED_ALPHA,
     bars,
+    log_axis,
     mark_failed,
     markers,
     measured,
@@ -71,7 +72,7 @@ def energy_breakdown(
         "black",
         markersize=3,
     )
-    totals.set_yscale("log")
+    log_axis(totals)
     totals.set_ylabel("total energy (µJ, black dots, log scale)")
     ax.set_xticks(xs, [label for label, _r in rows], rotation=70, ha="right", fontsize=7)
     ax.set_xlim(-0.6, n - 0.4)
@@ -137,7 +138,7 @@ def perf_per_watt(
         ax.grid(axis="y", alpha=0.3)
     top.set_ylabel("TFLOP/s per W\n(useful FLOPs / energy)")
     bottom.set_ylabel("pJ per useful MAC\n(all energy / real MACs)")
-    bottom.set_yscale("log")
+    log_axis(bottom)
     bottom.set_xticks(
         range(len(grid)), [label(s) for s in grid], rotation=60, ha="right", fontsize=7
     )
@@ -174,8 +175,8 @@ def pj_per_byte_vs_size(
             ax.plot(xs, ys, color=color, linewidth=1, label=algorithm)
             markers(ax, xs, ys, rows, color, markersize=4)
             every += rows
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+        log_axis(ax, "x", base=2)
+        log_axis(ax, "y", minor_grid=0.3)
         ax.set_title(f"topology: {topology}", fontsize=9)
         ax.set_xlabel("message size (bytes)")
         ax.grid(alpha=0.3, which="both")

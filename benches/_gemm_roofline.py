@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_npubench import ConfigResult
-from pytest_npubench.plotting import REUSED_ALPHA, mark_failed, markers, measured
+from pytest_npubench.plotting import REUSED_ALPHA, log_axis, mark_failed, markers, measured
 from sim import VARIANTS, GemmShape, Topology, roofline_tflops
 from sim.gemm.shape import TilePlan
 
@@ -199,8 +199,8 @@ def draw_roofline(ax: Any, grid: Grid, topo: Topology, colors: Mapping[str, str]
                 mark_failed(ax, xs, ys, sel)
             else:
                 markers(ax, xs, ys, sel, colors[variant], markersize=6)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    log_axis(ax, "x", minor_grid=0.25)
+    log_axis(ax, "y", minor_grid=0.25)
     ax.set_xlim(lo, hi)
     low = min(r.metrics["tflops"] for r in points)
     ax.set_ylim(low / 2, compute_roof * 1.6)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_npubench import ConfigResult
-from pytest_npubench.plotting import mark_failed, measured, provenance, save
+from pytest_npubench.plotting import log_axis, mark_failed, measured, provenance, save
 from sim.calibrate.nccltests import bus_factor
 
 MIB = 1 << 20
@@ -73,8 +73,8 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
         )
         top.plot(sizes, sim, "-", color="#dd8452", label=f"simulated ({bands})")
         mark_failed(top, sizes, sim, [rows[s][3] for s in sizes])
-        top.set_xscale("log", base=2)
-        top.set_yscale("log")
+        log_axis(top, "x", base=2)
+        log_axis(top, "y", minor_grid=0.3)
         top.set_ylabel("busbw (GB/s, nccl-tests)")
         top.set_title(f"{system}: published vs simulated allreduce")
         top.legend(loc="upper left", fontsize=8)
@@ -85,7 +85,7 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
         for edge in (MIB, 64 * MIB):
             bottom.axvline(edge, color="grey", ls=":", lw=0.8)
             top.axvline(edge, color="grey", ls=":", lw=0.8)
-        bottom.set_xscale("log", base=2)
+        log_axis(bottom, "x", base=2)
         bottom.set_ylabel("simulated / published time")
         bottom.set_xlabel("message size (bytes)")
         bottom.grid(True, which="both", alpha=0.3)

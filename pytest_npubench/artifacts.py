@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.metadata
-import json
 import os
 import platform
 import re
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_npubench import indented
 from pytest_npubench.baseline import write_atomic
 from pytest_npubench.bench import Bench
 from pytest_npubench.compare import ConfigResult
@@ -190,7 +190,7 @@ def results_document(
         entry["configs"] = {cid: configs[cid] for cid in sorted(configs, key=natural_key)}
         data["benches"][art.bench.name] = entry
     data["run"] = _sorted_keys(data["run"])
-    return json.dumps(data, indent=2, allow_nan=False) + "\n"
+    return indented.dumps(data, indent=2) + "\n"  # json.dumps(indent=2), byte for byte
 
 
 def write(

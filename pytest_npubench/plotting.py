@@ -8,6 +8,7 @@ filled, reused ones hollow (or pale), and the subtitle counts both (:func:`prove
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -263,3 +264,163 @@ def log_time_axis(ax: Any, values: Iterable[float]) -> list[float]:
     ax.yaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_minor_formatter(NullFormatter())
     return ticks
+
+
+TIMES = "\N{MULTIPLICATION SIGN}"
+_SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def power_label(value: float, base: int = 10) -> str:
+    """A log tick's label as plain text: ``10⁻¹``, ``10²``, ``2¹¹``, 2 times 10³ (the look of
+    matplotlib's default mathtext labels, without parsing mathtext for each figure)."""
+    if value <= 0:
+        return f"{value:g}"
+    exponent = math.floor(math.log(value, base) + 1e-9)
+    mantissa = value / base**exponent
+    if math.isclose(mantissa, round(mantissa), rel_tol=1e-6) and round(mantissa) == base:
+        mantissa, exponent = 1.0, exponent + 1
+    power = f"{base}{str(exponent).translate(_SUPERSCRIPTS)}"
+    if math.isclose(mantissa, 1.0, rel_tol=1e-6):
+        return power
+    return f"{mantissa:.3g}{TIMES}{power}"
+
+
+def minor_log_values(low: float, high: float, base: int = 10) -> list[float]:
+    """The unlabelled minor ticks of a log axis from ``low`` to ``high`` (as matplotlib's
+    ``LogLocator(subs='auto')`` puts them): 2 .. base-1 times each power, none when ten or
+    more powers are in view."""
+    low, high = sorted((low, high))
+    if low <= 0 or base < 3:
+        return []
+    first = math.floor(math.log(low, base))
+    last = math.ceil(math.log(high, base))
+    powers = [base**k for k in range(first, last + 1)]
+    if sum(low <= p <= high for p in powers) >= 10:
+        return []
+    return [m * p for p in powers for m in range(2, base) if low <= m * p <= high]
+
+
+def log_axis(
+    ax: Any,
+    which: str = "y",
+    base: int = 10,
+    minor: bool = True,
+    minor_grid: float | None = None,
+) -> None:
+    """Put ``ax``'s x or y axis on a log scale: the powers labelled as plain text
+    (:func:`power_label`); its unlabelled minor ticks (unless not ``minor``) and, given
+    ``minor_grid`` (an alpha), their grid lines, each drawn as one line (``MinorLogTicks``)
+    where matplotlib builds a Tick of three lines and two texts per minor tick (the most
+    expensive part of a log panel). Call it instead of ``set_xscale``/``set_yscale``, and
+    ``ax.grid`` after it as before (it draws the major grid lines)."""
+    from matplotlib.ticker import FuncFormatter, NullLocator
+
+    if which == "y":
+        ax.set_yscale("log", base=base)
+        shared = ax.get_shared_y_axes().get_siblings(ax)
+    else:
+        ax.set_xscale("log", base=base)
+        shared = ax.get_shared_x_axes().get_siblings(ax)
+    for sibling in shared:  # the scale was set on each: so are its ticks
+        axis = sibling.yaxis if which == "y" else sibling.xaxis
+        axis.set_major_locator(_log_major_locator_class()(base=base))
+        axis.set_major_formatter(FuncFormatter(lambda value, _pos: power_label(value, base)))
+        axis.set_minor_locator(NullLocator())
+    ticks = _minor_log_ticks_class()
+    if minor:
+        ax.add_artist(ticks(ax, which, base, ticks=True))
+    if minor_grid is not None:
+        ax.add_artist(ticks(ax, which, base, ticks=False, alpha=minor_grid))
+
+
+@functools.cache
+def _log_major_locator_class() -> Any:
+    from matplotlib.ticker import LogLocator
+
+    class LogMajorLocator(LogLocator):
+        """matplotlib's major log locator, but with 1, 2, 5 times each power when the view spans
+        at most one power (where matplotlib would label minor ticks instead)."""
+
+        def tick_values(self, vmin: float, vmax: float) -> Any:
+            low, high = sorted((vmin, vmax))
+            base = self._base
+            if low > 0 and math.log(high / low, base) <= 1:
+                first = math.floor(math.log(low, base))
+                ticks = [
+                    m * base**k
+                    for k in range(first, first + 2)
+                    for m in (1, 2, 5)
+                    if low <= m * base**k <= high
+                ]
+                if len(ticks) >= 2:
+                    return ticks
+            return super().tick_values(vmin, vmax)
+
+    return LogMajorLocator
+
+
+@functools.cache
+def _minor_log_ticks_class() -> Any:
+    from matplotlib import markers as mmarkers
+    from matplotlib import rcParams
+    from matplotlib.artist import Artist
+    from matplotlib.lines import Line2D
+
+    class MinorLogTicks(Artist):
+        """A log axis' minor ticks (or their grid lines) as one line, placed when drawn from
+        the axis' final limits and tick side, in the style of matplotlib's own minor ticks
+        and grid. Not a Line2D itself, so ``ax.get_lines()`` lists the data only."""
+
+        def __init__(
+            self, ax: Any, which: str, base: int, ticks: bool, alpha: float | None = None
+        ) -> None:
+            super().__init__()
+            self._which, self._base, self._ticks = which, base, ticks
+            style: dict[str, Any]
+            if ticks:
+                style = {
+                    "linestyle": "none",
+                    "markersize": rcParams[f"{which}tick.minor.size"],
+                    "markeredgewidth": rcParams[f"{which}tick.minor.width"],
+                    "color": rcParams[f"{which}tick.color"],
+                }
+            else:
+                style = {
+                    "color": rcParams["grid.color"],
+                    "linestyle": rcParams["grid.linestyle"],
+                    "linewidth": rcParams["grid.linewidth"],
+                    "alpha": alpha,
+                }
+            self._line = Line2D([], [], **style)
+            self._line.set_transform(
+                ax.get_yaxis_transform() if which == "y" else ax.get_xaxis_transform()
+            )
+            self.set_zorder(2.5 if ticks else 1.5)
+            self.set_gid("npubench-minor-ticks" if ticks else "npubench-minor-grid")
+
+        def draw(self, renderer: Any) -> None:
+            ax, line = self.axes, self._line
+            axis = ax.yaxis if self._which == "y" else ax.xaxis
+            if not self.get_visible() or not axis.get_visible():
+                return
+            limits = ax.get_ylim() if self._which == "y" else ax.get_xlim()
+            values = minor_log_values(*limits, base=self._base)
+            line.set_figure(ax.figure)
+            if self._ticks:
+                side = axis.get_ticks_position()
+                far = side in ("right", "top")
+                if self._which == "y":
+                    line.set_marker(mmarkers.TICKRIGHT if far else mmarkers.TICKLEFT)
+                else:
+                    line.set_marker(mmarkers.TICKUP if far else mmarkers.TICKDOWN)
+                across, along = [1.0 if far else 0.0] * len(values), values
+                line.set_clip_on(False)
+            else:
+                across = [v for _ in values for v in (0.0, 1.0, math.nan)]
+                along = [v for value in values for v in (value, value, math.nan)]
+                line.set_clip_path(ax.patch)
+            line.set_data(*((across, along) if self._which == "y" else (along, across)))
+            line.draw(renderer)
+            self.stale = False
+
+    return MinorLogTicks

@@ -23,11 +23,13 @@ parallel link or switch port of its channel, :func:`sim.collectives.channels.set
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
 from sim.collectives.channels import set_lanes
 from sim.collectives.schedule import (
+    I64,
     Range,
     Schedule,
 )
@@ -95,6 +97,10 @@ def fabric_program(schedule: Schedule) -> Compiled:
     Reductions of one step into the same pieces of one chip share an accumulator
     (``FabricProgram.into``): they depend on what the pieces held before the step, not on
     each other, and an op that later reads the pieces depends on all of them.
+
+    Built step by step as columns (:func:`_columns`) when no receive of a step reads what
+    another receive of the same step writes (every step of today's schedules); otherwise op
+    by op (:func:`_op_by_op`). Both give the same program.
     """
     one_shot = _one_shot_program(schedule)
     if one_shot is not None:
@@ -111,6 +117,12 @@ def fabric_program(schedule: Schedule) -> Compiled:
             if m.at is not None:  # where it lands, cut alike (Message.at)
                 cuts.update(x - m.lo + m.at for r in cache[m.lo, m.hi] for x in r)
     bounds = sorted(cuts)
+    return _columns(schedule, cache, bounds) or _op_by_op(schedule, cache, bounds)
+
+
+def _op_by_op(schedule: Schedule, cache: dict[Range, list[Range]], bounds: list[int]) -> Compiled:
+    """:func:`fabric_program` built op by op with ``FabricProgram.add``: any schedule."""
+    bpe = schedule.bytes_per_element
     index = {b: i for i, b in enumerate(bounds)}
     out = Compiled(FabricProgram(), bounds)
     add = out.program.add
@@ -170,6 +182,231 @@ def fabric_program(schedule: Schedule) -> Compiled:
     if laned:
         set_lanes(out.program, lanes + [0] * (len(out.program) - len(lanes)))
     return out
+
+
+def _columns(
+    schedule: Schedule, cache: dict[Range, list[Range]], bounds: list[int]
+) -> Compiled | None:
+    """:func:`fabric_program` built step by step, a column at a time (the same program as
+    :func:`_op_by_op`); None when a receive of a step reads or writes pieces another receive
+    of the step writes (other than the reductions of one accumulator), or a message names a
+    node that is no chip: the op-by-op loop then.
+
+    Within a step every send reads the pieces as they were before the step; so does every
+    receive when the step's receives into one chip write disjoint pieces or share an
+    accumulator (same pieces, all reductions). The step's transfers are the messages' chunks
+    round-robin (chunk ``t`` of every message, then ``t + 1``), op ``n0 + i``; its receives
+    follow in the same order, op ``n0 + T + i``.
+    """
+    chips = schedule.chips
+    pieces = len(bounds) - 1
+    if chips * (pieces + 1) ** 2 >= 1 << 62:  # the receive keys below would not fit int64
+        return None
+    bpe = schedule.bytes_per_element
+    edges = np.asarray(bounds, dtype=np.int64)
+    cuts: dict[Range, tuple[I64, I64]] = {}  # range -> its chunks' element cuts, piece cuts
+    for r, plan in cache.items():
+        e = np.asarray([a for a, _b in plan] + [plan[-1][1]], dtype=np.int64)
+        cuts[r] = e, np.searchsorted(edges, e)
+    total = sum(len(cache[m.lo, m.hi]) for step in schedule.steps for m in step)
+    is_acc = np.zeros(2 * total + 1, dtype=bool)  # op -> first of an accumulator of several
+    acc: dict[int, tuple[int, ...]] = {}  # such an op -> all that add into it
+    writer = np.full((chips, pieces), -1, dtype=np.int64)
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in _COLUMNS}
+    deps: list[tuple[int, ...]] = []
+    laned = False
+    n0 = 0
+    for at, step in enumerate(schedule.steps):
+        if not step:
+            continue
+        attrs = np.asarray(
+            [(m.src, m.dst, m.reduce, m.fresh, m.lane, m.at is not None) for m in step],
+            dtype=np.int64,
+        )
+        if attrs[:, :2].max() >= chips:
+            return None
+        laned = laned or bool(attrs[:, 4].any())
+        e_parts, p_parts, l_parts = [], [], []
+        for m in step:
+            e, pc = cuts[m.lo, m.hi]
+            e_parts.append(e)
+            p_parts.append(pc)
+            l_parts.append(pc if m.at is None else np.searchsorted(edges, e - m.lo + m.at))
+        k = np.asarray([len(e) - 1 for e in e_parts], dtype=np.int64)
+        width, t_count = len(step), int(k.sum())
+        m_of = np.repeat(np.arange(width), k)
+        if k.min() == k.max():  # round-robin: chunk t of every message, then t + 1
+            order = np.arange(t_count).reshape(width, -1).T.ravel()
+        else:
+            order = np.lexsort((m_of, np.arange(t_count) - np.repeat(np.cumsum(k) - k, k)))
+        mi = m_of[order]
+        pos = order + mi  # a message's k chunks have k + 1 cuts
+        e_cat, p_cat, l_cat = (np.concatenate(x) for x in (e_parts, p_parts, l_parts))
+        elo, ehi = e_cat[pos], e_cat[pos + 1]
+        plo, phi = p_cat[pos], p_cat[pos + 1]
+        llo, lhi = l_cat[pos], l_cat[pos + 1]
+        src, dst, lane = attrs[mi, 0], attrs[mi, 1], attrs[mi, 4]
+        red, fresh, moved = attrs[mi, 2] != 0, attrs[mi, 3] != 0, attrs[mi, 5] != 0
+        key = (dst * (pieces + 1) + llo) * (pieces + 1) + lhi
+        _keys, first_at, inv, cnt = np.unique(
+            key, return_index=True, return_inverse=True, return_counts=True
+        )
+        ud, ul, uh = dst[first_at], llo[first_at], lhi[first_at]
+        if ((ud[1:] == ud[:-1]) & (ul[1:] < uh[:-1])).any():
+            return None  # receives into one chip overlap: op by op
+        shared = cnt[inv] > 1
+        if (shared & ~red).any():
+            return None  # a copy into pieces another receive of the step writes
+        nb = (ehi - elo) * bpe
+        t_ids = n0 + np.arange(t_count, dtype=np.int64)
+        c_ids = t_ids + t_count
+        t_deps, t_has = _last_writers(writer, src, plo, np.where(fresh, 0, phi - plo), is_acc, acc)
+        c_deps, _ = _last_writers(writer, dst, llo, lhi - llo, is_acc, acc, t_ids)
+        deps += t_deps
+        deps += c_deps
+        first = c_ids[first_at][inv]  # the accumulator (or the receive itself) per receive
+        if shared.any():
+            idx = np.flatnonzero(shared)
+            idx = idx[np.argsort(inv[idx], kind="stable")]
+            ops, group = c_ids[idx].tolist(), inv[idx]
+            ends = [*(np.flatnonzero(group[1:] != group[:-1]) + 1).tolist(), len(ops)]
+            a = 0
+            for b in ends:
+                acc[ops[a]] = tuple(ops[a:b])
+                a = b
+            is_acc[first[shared]] = True
+        width_w = lhi - llo
+        if width_w.min() == width_w.max() == 1:
+            writer[dst, llo] = first
+        else:
+            writer[np.repeat(dst, width_w), _ragged(llo, width_w)] = np.repeat(first, width_w)
+        zero = np.zeros(t_count, dtype=np.int64)
+        none = zero - 1
+        for name, column in (
+            ("kind", (zero + TRANSFER, np.where(red, REDUCTION, COPY))),
+            ("src", (src, dst)),
+            ("dst", (dst, dst)),
+            ("nbytes", (nb, nb)),
+            ("step", (zero + at, zero + at)),
+            ("consumes", (none, t_ids)),
+            ("hbm", (np.where(t_has, 0, nb), none)),
+            ("span_lo", (elo, np.where(moved, 0, elo))),
+            ("span_hi", (ehi, np.where(moved, 0, ehi))),
+            ("into", (none, np.where(shared, first, -1))),
+            ("lane", (lane, zero)),
+            ("lo", (plo, llo)),
+            ("hi", (phi, lhi)),
+            ("reduce", (red, red)),
+            ("fresh", (fresh, zero != 0)),
+        ):
+            parts[name] += column
+        n0 += 2 * t_count
+    col = {name: np.concatenate(p).tolist() if p else [] for name, p in parts.items()}
+    program = FabricProgram(
+        kind=col["kind"],
+        src=col["src"],
+        dst=col["dst"],
+        nbytes=col["nbytes"],
+        step=col["step"],
+        deps=deps,
+        consumes=col["consumes"],
+        hbm=col["hbm"],
+        span=list(zip(col["span_lo"], col["span_hi"], strict=True)),
+        into=col["into"],
+        lane=col["lane"] if laned else [],
+    )
+    return Compiled(
+        program, bounds, lo=col["lo"], hi=col["hi"], reduce=col["reduce"], fresh=col["fresh"]
+    )
+
+
+_COLUMNS = (
+    "kind",
+    "src",
+    "dst",
+    "nbytes",
+    "step",
+    "consumes",
+    "hbm",
+    "span_lo",
+    "span_hi",
+    "into",
+    "lane",
+    "lo",
+    "hi",
+    "reduce",
+    "fresh",
+)
+
+
+def _ragged(lo: I64, width: I64) -> I64:
+    """``lo[i], lo[i] + 1, .., lo[i] + width[i] - 1`` for every ``i``, concatenated."""
+    starts = np.cumsum(width) - width
+    out: I64 = np.arange(int(width.sum()), dtype=np.int64) - np.repeat(starts - lo, width)
+    return out
+
+
+def _last_writers(
+    writer: I64,
+    rows: I64,
+    lo: I64,
+    width: I64,
+    is_acc: np.ndarray,
+    acc: dict[int, tuple[int, ...]],
+    last: I64 | None = None,
+) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Per op ``i``: :func:`_deps` of pieces ``lo[i] .. lo[i] + width[i]`` of chip ``rows[i]``
+    (``writer``: each piece's last writer, -1: none), with ``last[i]`` after them when given
+    (it is later than every writer); and whether it found any writer."""
+    n = len(rows)
+    if n and width.min() == width.max() == 1:
+        w = writer[rows, lo]
+        found = w >= 0
+        if not acc or not is_acc[np.where(found, w, -1)].any():
+            ws = w.tolist()
+            if last is None:
+                if found.all():
+                    return [(x,) for x in ws], found
+                return [(x,) if x >= 0 else () for x in ws], found
+            ts = last.tolist()
+            if found.all():
+                return list(zip(ws, ts, strict=True)), found
+            return [(x, t) if x >= 0 else (t,) for x, t in zip(ws, ts, strict=True)], found
+    op = np.repeat(np.arange(n, dtype=np.int64), width)
+    w = writer[np.repeat(rows, width), _ragged(lo, width)]
+    keep = w >= 0
+    op, w = op[keep], w[keep]
+    found = np.bincount(op, minlength=n) > 0
+    if acc:
+        hit = is_acc[w]
+        if hit.any():
+            grown = [acc[x] for x in w[hit].tolist()]
+            sizes = np.fromiter(map(len, grown), dtype=np.int64, count=len(grown))
+            op = np.concatenate((op[~hit], np.repeat(op[hit], sizes)))
+            w = np.concatenate((w[~hit], np.fromiter(chain.from_iterable(grown), dtype=np.int64)))
+    if last is not None:
+        op = np.concatenate((op, np.arange(n, dtype=np.int64)))
+        w = np.concatenate((w, last))
+    big = len(is_acc)
+    key = np.unique(op * big + w)
+    op = key // big
+    return _split((key - op * big).tolist(), np.bincount(op, minlength=n)), found
+
+
+def _split(values: list[int], counts: np.ndarray) -> list[tuple[int, ...]]:
+    """``values`` cut into consecutive tuples of ``counts[i]`` values."""
+    n = len(counts)
+    if not n:
+        return []
+    c = int(counts[0])
+    if (counts == c).all():
+        if c == 0:
+            return [()] * n
+        if c == 1:
+            return [(v,) for v in values]
+        return list(zip(*[iter(values)] * c, strict=True))
+    ends = np.cumsum(counts).tolist()
+    return [tuple(values[a:b]) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def _one_shot_program(schedule: Schedule) -> Compiled | None:

@@ -23,11 +23,13 @@ parallel link or switch port of its channel, :func:`sim.collectives.channels.set
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
 from sim.collectives.channels import set_lanes
 from sim.collectives.schedule import (
+    I64,
     Range,
     Schedule,
 )
@@ -95,6 +97,10 @@ def fabric_program(schedule: Schedule) -> Compiled:
     Reductions of one step into the same pieces of one chip share an accumulator
     (``FabricProgram.into``): they depend on what the pieces held before the step, not on
     each other, and an op that later reads the pieces depends on all of them.
+
+    Built step by step as columns (:func:`_columns`) when no receive of a step reads what
+    another receive of the same step writes (every step of today's schedules); otherwise op
+    by op (:func:`_op_by_op`). Both give the same program.
     """
     one_shot = _one_shot_program(schedule)
     if one_shot is not None:
@@ -111,6 +117,12 @@ def fabric_program(schedule: Schedule) -> Compiled:
             if m.at is not None:  # where it lands, cut alike (Message.at)
                 cuts.update(x - m.lo + m.at for r in cache[m.lo, m.hi] for x in r)
     bounds = sorted(cuts)
+    return _columns(schedule, cache, bounds) or _op_by_op(schedule, cache, bounds)
+
+
+def _op_by_op(schedule: Schedule, cache: dict[Range, list[Range]], bounds: list[int]) -> Compiled:
+    """:func:`fabric_program` built op by op with ``FabricProgram.add``: any schedule."""
+    bpe = schedule.bytes_per_element
     index = {b: i for i, b in enumerate(bounds)}
     out = Compiled(FabricProgram(), bounds)
     add = out.program.add
@@ -170,6 +182,252 @@ def fabric_program(schedule: Schedule) -> Compiled:
     if laned:
         set_lanes(out.program, lanes + [0] * (len(out.program) - len(lanes)))
     return out
+
+
+def _columns(
+    schedule: Schedule, cache: dict[Range, list[Range]], bounds: list[int]
+) -> Compiled | None:
+    """:func:`fabric_program` built a column at a time (the same program as
+    :func:`_op_by_op`); None when a receive of a step reads or writes pieces another receive
+    of the step writes (other than the reductions of one accumulator), or a message names a
+    node that is no chip: the op-by-op loop then.
+
+    Within a step every send reads the pieces as they were before the step; so does every
+    receive when the step's receives into one chip write disjoint pieces or share an
+    accumulator (same pieces, all reductions). So what does not read the pieces' last
+    writers is computed for all steps at once: a step's transfers are its messages' chunks
+    round-robin (chunk ``t`` of every message, then ``t + 1``), ops ``n0 .. n0 + T``; its
+    receives follow in the same order, ops ``n0 + T .. n0 + 2T``; its accumulators are its
+    reductions with the same chip and pieces. Only the dependencies go step by step.
+    """
+    chips = schedule.chips
+    pieces = len(bounds) - 1
+    msgs = [m for step in schedule.steps for m in step]
+    if not msgs:
+        return Compiled(FabricProgram(), bounds)
+    wide = pieces + 1
+    if len(schedule.steps) * chips * wide * wide >= 1 << 62:  # keys below would overflow
+        return None
+    attrs = np.asarray(
+        [(m.src, m.dst, m.reduce, m.fresh, m.lane, m.at is not None) for m in msgs],
+        dtype=np.int64,
+    )
+    if attrs[:, :2].max() >= chips or attrs[:, :2].min() < 0:
+        return None
+    bpe = schedule.bytes_per_element
+    edges = np.asarray(bounds, dtype=np.int64)
+    cuts: dict[Range, tuple[I64, I64]] = {}  # range -> its chunks' element cuts, piece cuts
+    for r, plan in cache.items():
+        e = np.asarray([x for x, _y in plan] + [plan[-1][1]], dtype=np.int64)
+        cuts[r] = e, np.searchsorted(edges, e)
+    got = [cuts[m.lo, m.hi] for m in msgs]
+    e_cat = np.concatenate([e for e, _p in got])
+    p_cat = np.concatenate([p for _e, p in got])
+    l_cat = p_cat
+    if attrs[:, 5].any():  # landing elsewhere (Message.at): its pieces there
+        l_cat = np.concatenate(
+            [
+                p if m.at is None else np.searchsorted(edges, e - m.lo + m.at)
+                for m, (e, p) in zip(msgs, got, strict=True)
+            ]
+        )
+    k = np.asarray([len(e) - 1 for e, _p in got], dtype=np.int64)  # chunks per message
+    width = np.asarray([len(step) for step in schedule.steps], dtype=np.int64)
+    step_of = np.repeat(np.arange(len(width), dtype=np.int64), width)  # per message
+    n = int(k.sum())
+    m_of = np.repeat(np.arange(len(msgs), dtype=np.int64), k)
+    t_of = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(k) - k, k)
+    firsts = np.cumsum(width) - width  # each step's first message
+    busy = width > 0
+    k_lo = np.minimum.reduceat(k, firsts[busy])
+    k_hi = np.maximum.reduceat(k, firsts[busy])
+    size = np.zeros(len(width), dtype=np.int64)  # transfers per step
+    size[busy] = np.add.reduceat(k, firsts[busy])
+    base = np.cumsum(size) - size  # each step's first transfer
+    if (k_lo == k_hi).all():  # each step round-robin over messages of k chunks
+        j = np.arange(n, dtype=np.int64) - np.repeat(base, size)
+        w, kk = np.repeat(width, size), _per_step(k_hi, busy, size)
+        order = np.repeat(base, size) + (j % w) * kk + j // w
+    else:
+        order = np.lexsort((m_of, t_of, step_of[m_of]))
+    mi = m_of[order]
+    pos = order + mi  # a message's k chunks have k + 1 cuts
+    elo, ehi = e_cat[pos], e_cat[pos + 1]
+    plo, phi = p_cat[pos], p_cat[pos + 1]
+    llo, lhi = l_cat[pos], l_cat[pos + 1]
+    src, dst, lane = attrs[mi, 0], attrs[mi, 1], attrs[mi, 4]
+    red, fresh, moved = attrs[mi, 2] != 0, attrs[mi, 3] != 0, attrs[mi, 5] != 0
+    step = step_of[mi]
+    t_op = np.arange(n, dtype=np.int64) + np.repeat(base, size)
+    c_op = t_op + np.repeat(size, size)
+    # the receives of a step into one chip and pieces: an accumulator, or one receive
+    key = ((step * chips + dst) * wide + llo) * wide + lhi
+    by_key = np.argsort(key)
+    sk = key[by_key]
+    new = np.ones(n, dtype=bool)
+    new[1:] = sk[1:] != sk[:-1]
+    starts = np.flatnonzero(new)
+    group = np.empty(n, dtype=np.int64)
+    group[by_key] = np.cumsum(new) - 1
+    count = np.diff(np.append(starts, n))
+    head = np.minimum.reduceat(by_key, starts)  # the first receive of each group
+    hs, hd, hl, hh = step[head], dst[head], llo[head], lhi[head]
+    if ((hs[1:] == hs[:-1]) & (hd[1:] == hd[:-1]) & (hl[1:] < hh[:-1])).any():
+        return None  # receives of a step into one chip overlap: op by op
+    shared = count[group] > 1
+    if (shared & ~red).any():
+        return None  # a copy into pieces another receive of the step writes
+    first = c_op[head][group]  # the accumulator (or the receive itself) of each receive
+    is_acc = np.zeros(int(c_op[-1]) + 2, dtype=bool)  # op -> first of several reductions
+    acc: dict[int, tuple[int, ...]] = {}  # such an op -> all that add into it
+    if shared.any():
+        idx = np.flatnonzero(shared)
+        idx = idx[np.argsort(group[idx], kind="stable")]
+        ops, gid = c_op[idx].tolist(), group[idx]
+        ends = [*(np.flatnonzero(gid[1:] != gid[:-1]) + 1).tolist(), len(ops)]
+        a = 0
+        for b in ends:
+            acc[ops[a]] = tuple(ops[a:b])
+            a = b
+        is_acc[first[shared]] = True
+    nb = (ehi - elo) * bpe
+    t_width = np.where(fresh, 0, phi - plo)
+    c_width = lhi - llo
+    src_l, dst_l, nb_l, red_l = src.tolist(), dst.tolist(), nb.tolist(), red.tolist()
+    kind_l = np.where(red, REDUCTION, COPY).tolist()
+    span = list(zip(elo.tolist(), ehi.tolist(), strict=True))
+    landed = span
+    if moved.any():  # lands elsewhere: its span unknown
+        landed = [(0, 0) if x else r for r, x in zip(span, moved.tolist(), strict=True)]
+    into_l = np.where(shared, first, -1).tolist() if shared.any() else [-1] * n
+    lo_l, hi_l = plo.tolist(), phi.tolist()
+    llo_l, lhi_l = (llo.tolist(), lhi.tolist()) if moved.any() else (lo_l, hi_l)
+    fresh_l = fresh.tolist() if fresh.any() else [False] * n
+    lane_l = lane.tolist() if lane.any() else [0] * n
+    out = Compiled(FabricProgram(), bounds)
+    prog = out.program
+    lanes: list[int] = []
+    writer = np.full((chips, pieces), -1, dtype=np.int64)
+    for at in np.flatnonzero(size).tolist():
+        a, t = int(base[at]), int(size[at])
+        b, n0 = a + t, 2 * a
+        t_deps, t_has = _last_writers(writer, src[a:b], plo[a:b], t_width[a:b], is_acc, acc)
+        c_deps, _ = _last_writers(writer, dst[a:b], llo[a:b], c_width[a:b], is_acc, acc, t_op[a:b])
+        cw = c_width[a:b]
+        if cw.min() == cw.max() == 1:
+            writer[dst[a:b], llo[a:b]] = first[a:b]
+        else:
+            writer[np.repeat(dst[a:b], cw), _ragged(llo[a:b], cw)] = np.repeat(first[a:b], cw)
+        prog.kind += [TRANSFER] * t
+        prog.kind += kind_l[a:b]
+        prog.src += src_l[a:b]
+        prog.src += dst_l[a:b]
+        prog.dst += dst_l[a:b]
+        prog.dst += dst_l[a:b]
+        prog.nbytes += nb_l[a:b]
+        prog.nbytes += nb_l[a:b]
+        prog.step += [at] * (2 * t)
+        prog.deps += t_deps
+        prog.deps += c_deps
+        prog.consumes += [-1] * t
+        prog.consumes += range(n0, n0 + t)
+        prog.hbm += [0] * t if t_has.all() else np.where(t_has, 0, nb[a:b]).tolist()
+        prog.hbm += [-1] * t
+        prog.span += span[a:b]
+        prog.span += landed[a:b]
+        prog.into += [-1] * t
+        prog.into += into_l[a:b]
+        lanes += lane_l[a:b]
+        lanes += [0] * t
+        out.lo += lo_l[a:b]
+        out.lo += llo_l[a:b]
+        out.hi += hi_l[a:b]
+        out.hi += lhi_l[a:b]
+        out.reduce += red_l[a:b]
+        out.reduce += red_l[a:b]
+        out.fresh += fresh_l[a:b]
+        out.fresh += [False] * t
+    if lane.any():
+        prog.lane = lanes
+    return out
+
+
+def _per_step(values: I64, busy: np.ndarray, size: I64) -> I64:
+    """``values`` (one per busy step) repeated ``size`` times per step (0 for idle steps)."""
+    full = np.zeros(len(busy), dtype=np.int64)
+    full[busy] = values
+    out: I64 = np.repeat(full, size)
+    return out
+
+
+def _ragged(lo: I64, width: I64) -> I64:
+    """``lo[i], lo[i] + 1, .., lo[i] + width[i] - 1`` for every ``i``, concatenated."""
+    starts = np.cumsum(width) - width
+    out: I64 = np.arange(int(width.sum()), dtype=np.int64) - np.repeat(starts - lo, width)
+    return out
+
+
+def _last_writers(
+    writer: I64,
+    rows: I64,
+    lo: I64,
+    width: I64,
+    is_acc: np.ndarray,
+    acc: dict[int, tuple[int, ...]],
+    last: I64 | None = None,
+) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Per op ``i``: :func:`_deps` of pieces ``lo[i] .. lo[i] + width[i]`` of chip ``rows[i]``
+    (``writer``: each piece's last writer, -1: none), with ``last[i]`` after them when given
+    (it is later than every writer); and whether it found any writer."""
+    n = len(rows)
+    if n and width.min() == width.max() == 1:
+        w = writer[rows, lo]
+        found = w >= 0
+        if not acc or not is_acc[np.where(found, w, -1)].any():
+            ws = w.tolist()
+            if last is None:
+                if found.all():
+                    return [(x,) for x in ws], found
+                return [(x,) if x >= 0 else () for x in ws], found
+            ts = last.tolist()
+            if found.all():
+                return list(zip(ws, ts, strict=True)), found
+            return [(x, t) if x >= 0 else (t,) for x, t in zip(ws, ts, strict=True)], found
+    op = np.repeat(np.arange(n, dtype=np.int64), width)
+    w = writer[np.repeat(rows, width), _ragged(lo, width)]
+    keep = w >= 0
+    op, w = op[keep], w[keep]
+    found = np.bincount(op, minlength=n) > 0
+    if acc:
+        hit = is_acc[w]
+        if hit.any():
+            grown = [acc[x] for x in w[hit].tolist()]
+            sizes = np.fromiter(map(len, grown), dtype=np.int64, count=len(grown))
+            op = np.concatenate((op[~hit], np.repeat(op[hit], sizes)))
+            w = np.concatenate((w[~hit], np.fromiter(chain.from_iterable(grown), dtype=np.int64)))
+    if last is not None:
+        op = np.concatenate((op, np.arange(n, dtype=np.int64)))
+        w = np.concatenate((w, last))
+    big = len(is_acc)
+    key = np.unique(op * big + w)
+    op = key // big
+    return _split((key - op * big).tolist(), np.bincount(op, minlength=n)), found
+
+
+def _split(values: list[int], counts: np.ndarray) -> list[tuple[int, ...]]:
+    """``values`` cut into consecutive tuples of ``counts[i]`` values."""
+    n = len(counts)
+    if not n:
+        return []
+    c = int(counts[0])
+    if (counts == c).all():
+        if c == 0:
+            return [()] * n
+        if c == 1:
+            return [(v,) for v in values]
+        return list(zip(*[iter(values)] * c, strict=True))
+    ends = np.cumsum(counts).tolist()
+    return [tuple(values[a:b]) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def _one_shot_program(schedule: Schedule) -> Compiled | None:

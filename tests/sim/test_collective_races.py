@@ -35,10 +35,7 @@ def test_every_collective_as_built_is_race_free(
     collective: str, shape: str, algorithm: str
 ) -> None:
     topo = _topo(shape, 6)
-    try:
-        run = run_collective(topo, 96 * 1024, algorithm, collective)
-    except Exception as exc:  # an algorithm the shape does not run: the library says so
-        pytest.skip(f"not run on {shape}: {exc}")
+    run = run_collective(topo, 96 * 1024, algorithm, collective)  # the catalog offers it
     assert run.dependency_race() == ""
 
 

@@ -207,8 +207,7 @@ def test_collectives_are_the_reference(case: tuple[Any, ...]) -> None:
     """Each collective's program timed by both engines, and its log replayed by both."""
     _label, topo, nbytes, alg, coll, kw = case
     got = _outcome(_captured, topo, nbytes, alg, coll, **kw)
-    if isinstance(got, tuple):
-        pytest.skip(f"not a valid combination: {got[1][:60]}")
+    assert not isinstance(got, tuple), f"the catalog offers it, yet it fails: {got}"
     if "engine" in got:
         net, prog, how = got["engine"]
         _same_timing(net, prog, how["contention"])

@@ -42,7 +42,7 @@ def child(root: Path, results_file: Path, repeats: int, only: list[str]) -> dict
 
     matplotlib.use("Agg")
     import matplotlib.figure
-    import matplotlib.pyplot  # noqa: F401  (imported before timing, as the drawing child does)
+    import matplotlib.pyplot  # imported before timing, as the drawing child does
 
     from pytest_npubench.artifacts import draw
     from pytest_npubench.compare import ConfigResult
@@ -89,7 +89,12 @@ def child(root: Path, results_file: Path, repeats: int, only: list[str]) -> dict
                 marks.clear()
                 start = time.process_time()
 
-                def drawn(figures: Any = figures, outdir: Path = outdir) -> list[Any]:
+                def drawn(
+                    figures: Any = figures,
+                    context: Any = context,
+                    inputs: Any = inputs,
+                    outdir: Path = outdir,
+                ) -> list[Any]:
                     with using(context):
                         return [figures(inputs, outdir)]
 

@@ -341,9 +341,13 @@ def _log_major_locator_class() -> Any:
         """matplotlib's major log locator, but with 1, 2, 5 times each power when the view spans
         at most one power (where matplotlib would label minor ticks instead)."""
 
+        def __init__(self, base: float = 10.0, **kwargs: Any) -> None:
+            super().__init__(base=base, **kwargs)
+            self._npubench_base = base
+
         def tick_values(self, vmin: float, vmax: float) -> Any:
             low, high = sorted((vmin, vmax))
-            base = self._base
+            base = self._npubench_base
             if low > 0 and math.log(high / low, base) <= 1:
                 first = math.floor(math.log(low, base))
                 ticks = [
@@ -362,7 +366,7 @@ def _log_major_locator_class() -> Any:
 @functools.cache
 def _minor_log_ticks_class() -> Any:
     from matplotlib import markers as mmarkers
-    from matplotlib import rcParams
+    from matplotlib import rcParams as rc_params
     from matplotlib.artist import Artist
     from matplotlib.lines import Line2D
 
@@ -376,6 +380,7 @@ def _minor_log_ticks_class() -> Any:
         ) -> None:
             super().__init__()
             self._which, self._base, self._ticks = which, base, ticks
+            rcParams: Any = rc_params  # indexed by composed keys below
             style: dict[str, Any]
             if ticks:
                 style = {
@@ -399,20 +404,23 @@ def _minor_log_ticks_class() -> Any:
             self.set_gid("npubench-minor-ticks" if ticks else "npubench-minor-grid")
 
         def draw(self, renderer: Any) -> None:
-            ax, line = self.axes, self._line
+            ax: Any = self.axes
+            line = self._line
             axis = ax.yaxis if self._which == "y" else ax.xaxis
             if not self.get_visible() or not axis.get_visible():
                 return
-            limits = ax.get_ylim() if self._which == "y" else ax.get_xlim()
-            values = minor_log_values(*limits, base=self._base)
+            low, high = ax.get_ylim() if self._which == "y" else ax.get_xlim()
+            values = minor_log_values(low, high, base=self._base)
             line.set_figure(ax.figure)
             if self._ticks:
                 side = axis.get_ticks_position()
                 far = side in ("right", "top")
+                marker: Any  # matplotlib's TICK* constants, typed int
                 if self._which == "y":
-                    line.set_marker(mmarkers.TICKRIGHT if far else mmarkers.TICKLEFT)
+                    marker = mmarkers.TICKRIGHT if far else mmarkers.TICKLEFT
                 else:
-                    line.set_marker(mmarkers.TICKUP if far else mmarkers.TICKDOWN)
+                    marker = mmarkers.TICKUP if far else mmarkers.TICKDOWN
+                line.set_marker(marker)
                 across, along = [1.0 if far else 0.0] * len(values), values
                 line.set_clip_on(False)
             else:

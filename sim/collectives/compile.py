@@ -105,6 +105,13 @@ def fabric_program(schedule: Schedule) -> Compiled:
     one_shot = _one_shot_program(schedule)
     if one_shot is not None:
         return one_shot
+    cache, bounds = _plan(schedule)
+    return _columns(schedule, cache, bounds) or _op_by_op(schedule, cache, bounds)
+
+
+def _plan(schedule: Schedule) -> tuple[dict[Range, list[Range]], list[int]]:
+    """Each message range's chunks, and the piece bounds: every chunk's cuts, where it is
+    sent and where it lands."""
     bpe, chunk = schedule.bytes_per_element, schedule.chunk_bytes
     depth = schedule.depth
     cache: dict[Range, list[Range]] = {}
@@ -116,8 +123,7 @@ def fabric_program(schedule: Schedule) -> Compiled:
                 cuts.update(x for r in cache[m.lo, m.hi] for x in r)
             if m.at is not None:  # where it lands, cut alike (Message.at)
                 cuts.update(x - m.lo + m.at for r in cache[m.lo, m.hi] for x in r)
-    bounds = sorted(cuts)
-    return _columns(schedule, cache, bounds) or _op_by_op(schedule, cache, bounds)
+    return cache, sorted(cuts)
 
 
 def _op_by_op(schedule: Schedule, cache: dict[Range, list[Range]], bounds: list[int]) -> Compiled:
@@ -236,7 +242,6 @@ def _columns(
     step_of = np.repeat(np.arange(len(width), dtype=np.int64), width)  # per message
     n = int(k.sum())
     m_of = np.repeat(np.arange(len(msgs), dtype=np.int64), k)
-    t_of = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(k) - k, k)
     firsts = np.cumsum(width) - width  # each step's first message
     busy = width > 0
     k_lo = np.minimum.reduceat(k, firsts[busy])
@@ -248,7 +253,8 @@ def _columns(
         j = np.arange(n, dtype=np.int64) - np.repeat(base, size)
         w, kk = np.repeat(width, size), _per_step(k_hi, busy, size)
         order = np.repeat(base, size) + (j % w) * kk + j // w
-    else:
+    else:  # by step, then chunk index within its message, then message
+        t_of = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(k) - k, k)
         order = np.lexsort((m_of, t_of, step_of[m_of]))
     mi = m_of[order]
     pos = order + mi  # a message's k chunks have k + 1 cuts

@@ -44,10 +44,7 @@ from sim.collectives.schedule import (
     message_chunk,
 )
 from sim.collectives.trees import double_binary_tree, tree_levels
-from sim.fabric import (
-    Network,
-    build_network,
-)
+from sim.fabric import Network, build_network, digit_shift
 from sim.topology import Topology
 
 
@@ -138,9 +135,16 @@ def _ring(plan: _Plan, net: Network) -> Steps:
 
 
 def _direct(plan: _Plan, net: Network) -> Steps:
-    p = plan.chips
+    """Every chip sends its whole vector to every peer, by offset ``d`` (the peer whose
+    digits are the chip's plus ``d``'s: ADR 0032), offset-major as NCCL's and MPI's shifted
+    peer loops order them, so no chip is everyone's first target."""
+    p, sizes = plan.chips, net.digit_sizes
     return [
-        [Message(s, (s + d) % p, 0, plan.count, True, True) for d in range(1, p) for s in range(p)]
+        [
+            Message(s, digit_shift(sizes, s, d), 0, plan.count, True, True)
+            for d in range(1, p)
+            for s in range(p)
+        ]
     ]
 
 

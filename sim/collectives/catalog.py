@@ -53,16 +53,18 @@ ROOTED = ("broadcast", "reduce")
 Builder = Callable[[int, Network, int], Built]
 
 _BUILDERS: dict[tuple[str, str], Builder] = {
-    ("all_gather", "direct"): lambda n, net, _r: gather.direct_all_gather(n, net.chips),
+    ("all_gather", "direct"): lambda n, net, _r: gather.direct_all_gather(n, net.digit_sizes),
     ("all_gather", "recursive_doubling"): lambda n, net, _r: gather.recursive_doubling(
         n, net.chips
     ),
-    ("reduce_scatter", "direct"): lambda n, net, _r: gather.direct_reduce_scatter(n, net.chips),
+    ("reduce_scatter", "direct"): lambda n, net, _r: gather.direct_reduce_scatter(
+        n, net.digit_sizes
+    ),
     ("reduce_scatter", "recursive_halving"): lambda n, net, _r: gather.recursive_halving(
         n, net.chips
     ),
-    ("alltoall", "direct"): lambda n, net, _r: alltoall.direct(n, net.chips),
-    ("alltoall", "pairwise"): lambda n, net, _r: alltoall.pairwise(n, net.chips),
+    ("alltoall", "direct"): lambda n, net, _r: alltoall.direct(n, net.digit_sizes),
+    ("alltoall", "pairwise"): lambda n, net, _r: alltoall.pairwise(n, net.digit_sizes),
     ("broadcast", "ring"): rooted.ring_broadcast,
     ("broadcast", "binary_tree"): rooted.tree_broadcast,
     ("broadcast", "direct"): rooted.direct_broadcast,

@@ -295,11 +295,10 @@ class OrbitRun(SymmetricRun):
 
 
 #: Algorithms taken here besides the flat ring (their schedules are small; their programs
-#: are not). ``hierarchical`` is not: its direct steps order messages by absolute chip id,
-#: and even by offset its nested parts move under any turn while a reduction streams part
-#: of a span into the next dimension's send, so a stand-in's range reads another
-#: streaming geometry (ADR 0024, "Not done"); the others run on
-#: :mod:`sim.collectives.fast_product`.
+#: are not). ``hierarchical`` is not: its direct steps go by offset (ADR 0032), but its
+#: nested parts move under any turn while a reduction streams part of a span into the next
+#: dimension's send, so a stand-in's range reads another streaming geometry (ADR 0024 "Not
+#: done", ADR 0032); the others run on :mod:`sim.collectives.fast_product`.
 SCHEDULED = ("direct",)
 
 

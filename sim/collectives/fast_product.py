@@ -8,8 +8,8 @@ of the whole network (a ring dimension is not tried here: its half-ring tie is A
 and another change's). Whether a collective's *program* maps onto itself, ties included,
 depends on the algorithm's message order; :mod:`sim.fabric.quotient` checks it op by op
 for each group below, in turn, and the first that passes times the program from its
-representatives. When none passes (a program whose message order names absolute chip ids,
-as a direct step of ``hierarchical`` does: every chip sends to chip 0 of its group first),
+representatives. When none passes (a program whose timing is not symmetric, as
+``hierarchical``'s nested parts streamed into the next dimension are not, ADR 0032),
 the full program runs through the event engine as before.
 
 Groups tried: the translations of every dimension (one representative chip), the xor of

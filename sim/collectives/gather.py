@@ -30,9 +30,11 @@ starts with a whole vector per chip and ends with block ``c`` of the sum on chip
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from sim.collectives.schedule import Message, Range
+from sim.fabric import digit_shift
 
 Steps = list[list[Message]]
 
@@ -83,19 +85,29 @@ def _shares(blocks: list[Range]) -> tuple[tuple[Range, ...], ...]:
     return tuple((b,) for b in blocks)
 
 
-def direct_all_gather(count: int, p: int) -> Built:
-    blocks = ranges(0, count, p)
-    step = [Message(c, (c + k) % p, *blocks[c], False, True) for k in range(1, p) for c in range(p)]
-    return Built([step], count, _shares(blocks))
-
-
-def direct_reduce_scatter(count: int, p: int) -> Built:
+def direct_all_gather(count: int, sizes: tuple[int, ...]) -> Built:
+    """Every chip sends its block to peer ``k`` for every offset ``k``, offset-major (peers
+    by digit-wise offset over the dimensions' ``sizes``: ADR 0032)."""
+    p = math.prod(sizes)
     blocks = ranges(0, count, p)
     step = [
-        Message(c, (c + k) % p, *blocks[(c + k) % p], True, True)
+        Message(c, digit_shift(sizes, c, k), *blocks[c], False, True)
         for k in range(1, p)
         for c in range(p)
     ]
+    return Built([step], count, _shares(blocks))
+
+
+def direct_reduce_scatter(count: int, sizes: tuple[int, ...]) -> Built:
+    """Every chip sends peer ``k``'s block to it for every offset ``k`` (as
+    :func:`direct_all_gather` orders them)."""
+    p = math.prod(sizes)
+    blocks = ranges(0, count, p)
+    step = []
+    for k in range(1, p):
+        for c in range(p):
+            d = digit_shift(sizes, c, k)
+            step.append(Message(c, d, *blocks[d], True, True))
     return Built([step], count, _shares(blocks))
 
 

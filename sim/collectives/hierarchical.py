@@ -9,7 +9,9 @@ is the ``s_d`` chips that differ only in digit ``d`` (:mod:`sim.fabric.dimension
   over its group; then along dimension 1 on that part (sub-part ``i1``), and so on up to the
   last dimension; then all-gather back down, last dimension first. Each dimension runs a
   ring inside every group on a ``ring`` dimension and a one-step direct exchange on a
-  ``fully_connected`` or ``switch`` one (:func:`dimension_algorithms`). One half of the
+  ``fully_connected`` or ``switch`` one (:func:`dimension_algorithms`): every chip to the
+  chip ``k`` places on in its group, offset ``k`` major, so no chip is everyone's first
+  target (ADR 0032). One half of the
   vector goes the positive way round every ring, the other half the negative way, so on
   two ring dimensions this is the ``torus2d`` schedule, message for message.
   ``reduce_scatter`` runs the way up (chip ``c`` ends with the nested part its digits name,
@@ -150,11 +152,10 @@ class _Half:
             rings = [(self.way(g), [parts[g.index(x)] for x in self.way(g)]) for g, parts in split]
             return _ring_pass(rings, 1, True)
         step = [
-            Message(x, y, *parts[j], True)
+            Message(x, g[(i + k) % len(g)], *parts[(i + k) % len(g)], True)
+            for k in range(1, len(split[0][0]) if split else 1)
             for g, parts in split
             for i, x in enumerate(g)
-            for j, y in enumerate(g)
-            if i != j
         ]
         return [step] if step else []
 
@@ -164,11 +165,10 @@ class _Half:
             rings = [(self.way(g), [parts[g.index(x)] for x in self.way(g)]) for g, parts in merged]
             return _ring_pass(rings, 0, False)
         step = [
-            Message(x, y, *parts[i], False)
+            Message(x, g[(i + k) % len(g)], *parts[i], False)
+            for k in range(1, len(merged[0][0]) if merged else 1)
             for g, parts in merged
             for i, x in enumerate(g)
-            for j, y in enumerate(g)
-            if i != j
         ]
         return [step] if step else []
 

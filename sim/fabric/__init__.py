@@ -28,6 +28,7 @@ imports this package, not its modules.
 
 from __future__ import annotations
 
+from sim.fabric.dimensions import digit_shift
 from sim.fabric.log import (
     COPY_STAGE,
     FORWARD,
@@ -79,6 +80,7 @@ __all__ = [
     "SymmetricLog",
     "arrival_ps",
     "build_network",
+    "digit_shift",
     "digit_translations",
     "digit_xors",
     "direct_by_ring_rotation",

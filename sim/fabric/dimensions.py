@@ -197,3 +197,18 @@ def gray_order(sizes: tuple[int, ...]) -> tuple[int, ...]:
                 order += [c + i * stride for c in part]
         stride *= s
     return tuple(order)
+
+
+def digit_shift(sizes: tuple[int, ...], chip: int, offset: int) -> int:
+    """The chip whose digits are ``chip``'s plus ``offset``'s, digit by digit modulo the
+    sizes (ADR 0032): peer ``offset`` of ``chip`` for the direct and pairwise algorithms.
+    On one dimension it is ``(chip + offset) mod p``; on several, a translation of any
+    digits maps peer ``offset`` of a chip onto peer ``offset`` of its image."""
+    out = 0
+    stride = 1
+    for s in sizes:
+        out += (chip % s + offset % s) % s * stride
+        chip //= s
+        offset //= s
+        stride *= s
+    return out

@@ -71,6 +71,12 @@ class Network:
     link_setup_ps: tuple[int, ...] = ()
 
     @property
+    def digit_sizes(self) -> tuple[int, ...]:
+        """The digit sizes peers are counted in (:func:`~sim.fabric.dimensions.digit_shift`,
+        ADR 0032): the dimensions', innermost first, or ``(chips,)`` without them."""
+        return self.sizes if self.sizes and math.prod(self.sizes) == self.chips else (self.chips,)
+
+    @property
     def uniform(self) -> bool:
         """Whether every link has the same bandwidth, latency and setup."""
         return (

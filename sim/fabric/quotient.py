@@ -355,8 +355,9 @@ def time_by_quotient(
     routes = op_routes(net, program)
     ops = _Ops(net, program, routes)
     lay = _Layout(net)
+    seen: dict[bytes, bool] = {}  # a permutation's check, once (groups share generators)
     for group in groups:
-        got = _try(net, program, routes, ops, lay, group)
+        got = _try(net, program, routes, ops, lay, group, seen)
         if got is not None:
             return got
     return None
@@ -369,6 +370,7 @@ def _try(
     ops: _Ops,
     lay: _Layout,
     group: ChipGroup,
+    seen: dict[bytes, bool] | None = None,
 ) -> tuple[OpLog, Quotient] | None:
     el, p = group.elements, net.chips
     if el.shape[1] != p or group.order < 2:
@@ -376,8 +378,13 @@ def _try(
     # free: no element but the identity fixes a chip
     if ((el[1:] == np.arange(p)[None, :]).any()) or len(np.unique(el, axis=0)) != group.order:
         return None
-    if not all(_invariant(ops, lay, el[g]) for g in group.generators):
-        return None
+    seen = {} if seen is None else seen
+    for g in group.generators:
+        key = el[g].tobytes()
+        if key not in seen:
+            seen[key] = _invariant(ops, lay, el[g])
+        if not seen[key]:
+            return None
     rep_of = el.min(axis=0)  # per chip: the least chip of its orbit
     to_rep = el.argmin(axis=0)  # per chip c: the element e with el[e, c] = rep_of[c]
     reps = np.unique(rep_of)

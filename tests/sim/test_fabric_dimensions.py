@@ -486,3 +486,28 @@ def test_copies_and_reductions_ignore_lanes() -> None:
     prog.add(REDUCTION, 1, 1, 4096, 0, (0,), consumes=0, lane=1)
     prog.add(COPY, 1, 1, 4096, 0, (1,), lane=1)
     assert simulate_fabric(net, prog).equals(reference(net, prog))
+
+
+@pytest.mark.parametrize("sizes", [(7,), (4, 3), (2, 3, 2), (8, 1, 4)])
+def test_digit_shift_is_a_translation_invariant_peer_order(sizes: tuple[int, ...]) -> None:
+    """ADR 0032: peer k of chip c adds k's digits to c's, each modulo its size. On one
+    dimension that is (c + k) mod p; each offset is a permutation of the chips (a step of
+    pairwise is a matching of senders and receivers); offset 0 is the chip itself; and a
+    translation t of the digits maps peer k of c onto peer k of t(c), which is why one
+    representative chip times direct on a product of switches."""
+    from sim.fabric import digit_shift
+
+    p = int(np.prod(sizes))
+    for k in range(p):
+        peers = [digit_shift(sizes, c, k) for c in range(p)]
+        assert sorted(peers) == list(range(p))
+        if len(sizes) == 1:
+            assert peers == [(c + k) % p for c in range(p)]
+    assert [digit_shift(sizes, c, 0) for c in range(p)] == list(range(p))
+    for t in range(p):  # digit_shift(sizes, ., t) is the translation by t's digits
+        for c in range(p):
+            for k in range(p):
+                img = digit_shift(sizes, c, t)
+                assert digit_shift(sizes, digit_shift(sizes, c, k), t) == digit_shift(sizes, img, k)
+    if len(sizes) > 1 and sizes[0] > 1 and p > sizes[0]:  # not the flat offset
+        assert any(digit_shift(sizes, c, 1) != (c + 1) % p for c in range(p))

@@ -1,8 +1,9 @@
 """Collectives on two switch (or fully connected) dimensions timed from representatives'
 ops generated directly (sim.collectives.orbit, fast_orbit): the flat ring (its Gray order
-turned by one node's sweep: node j is node j - 1 reflected) and direct (chip-id offsets kept
-by turning the outer digit). The op log must be the event engine's, every column; the
-metrics collective_metrics' of the exact run; #wrong the replay's, also when broken."""
+turned by one node's sweep: node j is node j - 1 reflected) and direct (peers by digit-wise
+offset, kept by every translation of the digits: ADR 0032). The op log must be the event
+engine's, every column; the metrics collective_metrics' of the exact run; #wrong the
+replay's, also when broken."""
 
 from __future__ import annotations
 
@@ -125,12 +126,14 @@ def test_h100_nodes_with_lanes(outer: int) -> None:
 @pytest.mark.parametrize("collective", ["allreduce", "all_gather", "reduce_scatter"])
 @pytest.mark.parametrize(("inner", "outer"), [(2, 4), (4, 4), (8, 4)])
 def test_direct_is_timed_from_representatives(collective: str, inner: int, outer: int) -> None:
-    """direct (every chip to chip + d, by offset d in chip ids): turning the outer digit
-    keeps chip-id offsets, so one node's chips stand for all; the program is never built."""
+    """direct (every chip to the chip its digits plus offset d's name, d by flat index: ADR
+    0032): every translation of the digits keeps those offsets, so one chip stands for all;
+    the program is never built."""
     topo = _two_level(inner, outer)
     nbytes = 1 << 18
     run = run_collective(topo, nbytes, "direct", collective)  # type: ignore[arg-type]
     assert isinstance(run, OrbitRun)
+    assert run.group.order == inner * outer  # one representative chip
     assert len(run.log.rep) * run.group.order == len(run.log)  # type: ignore[attr-defined]
     net = build_network(topo)  # type: ignore[arg-type]
     sched = build_schedule(topo, nbytes, "direct", collective, network=net)  # type: ignore[arg-type]

@@ -53,16 +53,35 @@ def test_quotient_log_is_the_event_engines(collective: str, algorithm: str, oute
     assert isinstance(run, QuotientRun)  # (direct also runs from sim.collectives.fast_orbit)
     assert run.quotient is not None  # timed from representatives, not the full program
     assert len(run.quotient.program) * run.quotient.group.order == len(run.compiled.program)
+    if collective != "sendrecv":  # peers by digit-wise offset (ADR 0032): one chip for all
+        assert run.quotient.group.order == 8 * outer
     ref = _event(topo, nbytes, algorithm, collective)
     assert _sha(run.log) == _sha(ref.log)  # type: ignore[attr-defined]
     assert run.wrong == ref.wrong == 0  # type: ignore[attr-defined]
 
 
-def test_asymmetric_message_order_falls_back_to_the_event_engine() -> None:
-    """hierarchical's direct steps send to chip 0 of a group first from every chip, so no
-    translation keeps the ties: the checks must refuse every group, and the log stays exact."""
+def test_asymmetric_streaming_falls_back_to_the_event_engine() -> None:
+    """hierarchical: after the reduce-scatter along dimension 0 chip (i0, i1) holds part i0,
+    and its dimension-1 sends stream sub-parts of it in offset order, starting at sub-part
+    i1 + 1: a translation of the outer digit changes which part of the reduction a send
+    waits for, so no group with outer translations passes; the inner translations alone do
+    not keep the stand-ins' streaming geometry either (a neighbour's part is another range).
+    The checks must refuse every group, and the log stays exact."""
     topo = _two_level(2)
     run = run_collective(topo, 1 << 18, "hierarchical", "allreduce")  # type: ignore[arg-type]
     assert isinstance(run, QuotientRun) and run.quotient is None
     ref = _event(topo, 1 << 18, "hierarchical", "allreduce")
     assert _sha(run.log) == _sha(ref.log)  # type: ignore[attr-defined]
+
+
+def test_tree_ring_is_timed_from_one_rail() -> None:
+    """tree_ring: the direct steps inside a node send by offset (ADR 0032) and every rail
+    (chip i of every node) runs the same tree, so the translations of dimension 0 keep the
+    program: one rail (chip 0 of every node) stands for all."""
+    topo = _two_level(4)
+    run = run_collective(topo, 1 << 18, "tree_ring", "allreduce")  # type: ignore[arg-type]
+    assert isinstance(run, QuotientRun) and run.quotient is not None
+    assert run.quotient.group.name == "translations of dimensions [0]"
+    ref = _event(topo, 1 << 18, "tree_ring", "allreduce")
+    assert _sha(run.log) == _sha(ref.log)  # type: ignore[attr-defined]
+    assert run.wrong == ref.wrong == 0  # type: ignore[attr-defined]

@@ -286,32 +286,36 @@ def test_the_inter_node_bound_is_what_hierarchical_needs_across_nodes() -> None:
 
 
 @pytest.mark.parametrize(
-    "dims,algorithm,n",
+    "dims,algorithm,n,within",
     [
-        (SHAPES[0], "hierarchical", 1 << 22),
-        (SHAPES[0], "tree_ring", 1 << 16),
-        (SHAPES[1], "hierarchical", 1 << 20),
-        (SHAPES[2], "hierarchical", 1 << 18),
+        # the model's worst listed case (ADR 0032): 4 MiB over two switches, where offset
+        # order lets the next dimension's sends stream from the reduction sooner than the
+        # step-level model sees (+17.3 %; +12.6 % with the old absolute order)
+        (SHAPES[0], "hierarchical", 1 << 22, 0.2),
+        (SHAPES[0], "tree_ring", 1 << 16, 0.15),
+        (SHAPES[1], "hierarchical", 1 << 20, 0.15),
+        (SHAPES[2], "hierarchical", 1 << 18, 0.15),
         (
             (D("switch", 8, 20.56, 250), D("switch", 4, 50, 200, nic_latency_ns=1150)),
             "tree_ring",
             1 << 22,
+            0.15,
         ),
     ],
 )
 def test_the_per_dimension_model_is_near_the_simulator(
-    dims: tuple[DimensionConfig, ...], algorithm: str, n: int
+    dims: tuple[DimensionConfig, ...], algorithm: str, n: int, within: float
 ) -> None:
     """The per-dimension model (sim.collectives.model for these algorithms) within 15 % of
-    the simulated time on these configurations (benchmarks/ccl_hier_model.py prints the
-    error over random ones: most within 2 %), and no slower than the unpipelined textbook
-    sum."""
+    the simulated time on these configurations (20 % on the one ADR 0032 lists;
+    benchmarks/ccl_hier_model.py prints the error over random ones: median 1.4 %), and no
+    slower than the unpipelined textbook sum."""
     topo = _with_dims(*dims)
     n = n // 4 * 4
     sim_ps = ar.allreduce(topo, n, algorithm).time_ps
     m = ar.collective_model(topo, algorithm, n)
     assert m.time_ps == dimension_model_ps(topo, algorithm, n).time_ps
-    assert abs(m.time_ps / sim_ps - 1) < 0.15, (m.time_ps, sim_ps)
+    assert abs(m.time_ps / sim_ps - 1) < within, (m.time_ps, sim_ps)
     assert m.textbook_ps >= m.time_ps
 
 

@@ -59,6 +59,7 @@ from sim.collectives.orbit import (
     schedule_layout,
     stand_ins,
 )
+from sim.collectives.races import compiled_race
 from sim.collectives.run import FAST_PATHS
 from sim.collectives.schedule import COLLECTIVES, Schedule
 from sim.errors import NpuSimError
@@ -223,6 +224,14 @@ class OrbitRun(SymmetricRun):
             ("problem", checked[1]),
         ):
             setattr_(self, name, value)
+
+    def dependency_race(self) -> str:
+        """The race check (:func:`sim.collectives.races.compiled_race`) of the compile the
+        timed quotient was built from: the messages the representatives send or receive. A
+        chip's dependencies are its own, so the representatives' ops there are the full
+        program's; every other chip's are their images (the orbit checks). The inherited
+        check reads the flat ring's ``case``, which this run does not have."""
+        return compiled_race(self.orbit.compiled)
 
     @cached_property
     def schedule(self) -> Schedule:

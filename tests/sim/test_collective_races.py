@@ -149,3 +149,35 @@ def test_the_direct_fast_path_checks_its_representatives_program() -> None:
     i = next(i for i, k in enumerate(q.kind) if k == REDUCTION)
     msg = quotient_race(_drop(q, i, q.consumes[i]))
     assert f"reduction op {i} on chip {q.src[i]}" in msg and "the data it reduces" in msg
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "collective"),
+    [
+        ("ring", "allreduce"),
+        ("direct", "allreduce"),
+        ("ring", "all_gather"),
+        ("direct", "reduce_scatter"),
+    ],
+)
+def test_the_orbit_fast_path_checks_its_representatives_program(
+    algorithm: str, collective: str
+) -> None:
+    """On two switch dimensions (sim.collectives.fast_orbit) the timed quotient stands for
+    the compile of the messages the representatives send or receive: that compile is the one
+    checked, and a dependency dropped from it is named."""
+    from sim.collectives.fast_orbit import OrbitRun
+
+    link = {"link_bw_gbs": 50, "link_latency_ns": 1000}
+    topo = load_topology("npu-1h").replace_dimensions(
+        [{"shape": "switch", "size": 4, **link}, {"shape": "switch", "size": 2, **link}]
+    )
+    run = run_collective(topo, 8 * 16 * 1024, algorithm, collective)
+    assert isinstance(run, OrbitRun)
+    assert run.dependency_race() == ""
+    c = run.orbit.compiled
+    prog = c.program
+    i = next(i for i, k in enumerate(prog.kind) if k != TRANSFER and prog.consumes[i] >= 0)
+    bad = Compiled(_drop(prog, i, prog.consumes[i]), c.bounds, c.lo, c.hi, c.reduce, c.fresh)
+    msg = compiled_race(bad)
+    assert f"op {i} on chip {prog.src[i]}" in msg and f"transfer op {prog.consumes[i]} " in msg

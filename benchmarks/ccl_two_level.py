@@ -24,7 +24,8 @@ targets use 256 MiB on a one-level ring; here 256 MiB only adds chunks per messa
 
 Each row runs in its own process (its own peak RSS, ``ru_maxrss``) with a CPU timeout and
 prints: collective, algorithm, topology, p, size, path (``event``: the full program through
-the event engine; otherwise the class of the fast path's run), CPU s of the call and its
+the event engine, also where a fast path tried its groups and none passed; otherwise the
+class of the fast path's run), the representative chips it timed, CPU s of the call and its
 metrics, peak RSS, records stored and in the full log, simulated time, ``#wrong``, the
 ops estimate of ``sim.collectives.budget`` and whether the default budget refuses it, and
 with ``--exact`` (p <= 64) whether the fast path's op log equals the event engine's
@@ -134,8 +135,12 @@ def one(collective: str, algorithm: str, topo_name: str, outer: int, mib: int, e
     cpu = time.process_time() - c0
     log = run.log
     rep = getattr(log, "rep", None)
+    quotient = getattr(run, "quotient", None)
+    group = getattr(run, "group", None) or getattr(quotient, "group", None)
+    timed_whole = type(run) is CollectiveRun or (hasattr(run, "quotient") and quotient is None)
     row.update(
-        path="event" if type(run) is CollectiveRun else type(run).__name__,
+        path="event" if timed_whole else type(run).__name__,
+        reps=topo.chips.count // group.order if group is not None else topo.chips.count,  # type: ignore[attr-defined]
         cpu=cpu,
         rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         stored=len(rep) if rep is not None else len(log),
@@ -170,7 +175,8 @@ def spawn(case: tuple[str, str], topo: str, outer: int, mib: int, exact: bool, t
 
 
 HEAD = (
-    f"{'collective':<14} {'algorithm':<18} {'topo':<5} {'p':>4} {'MiB':>4} {'path':<14} "
+    f"{'collective':<14} {'algorithm':<18} {'topo':<5} {'p':>4} {'MiB':>4} {'path':<12} "
+    f"{'reps':>4} "
     f"{'cpu s':>7} {'rss MiB':>7} {'stored':>8} {'records':>9} {'sim us':>9} {'#wrong':>6} "
     f"{'est ops':>9} {'default':>7} {'vs event engine':>26}"
 )
@@ -180,13 +186,14 @@ def line(r: dict, outer: int, mib: int) -> str:
     p = r.get("p", 8 * outer)
     lead = f"{r['collective']:<14} {r['algorithm']:<18} {r['topology']:<5} {p:>4} {mib:>4} "
     if "timeout" in r:
-        return lead + f"{'event':<14} {'> ' + str(int(r['timeout'])):>7}   (CPU timeout)"
+        return lead + f"{'?':<12} {'':>4} {'> ' + str(int(r['timeout'])):>7}   (CPU timeout)"
     if "error" in r:
         return lead + f"n/a: {r['error']}"
     same = r["same"] and f"{r['same']} (event {float(r['exact_cpu']):.2f} s)"
     verdict = "refused" if r["refused"] else "ok"
     return lead + (
-        f"{r['path']:<14} {float(r['cpu']):7.2f} {float(r['rss']):7.0f} {r['stored']:>8} "
+        f"{r['path']:<12} {r['reps']:>4} {float(r['cpu']):7.2f} {float(r['rss']):7.0f} "
+        f"{r['stored']:>8} "
         f"{r['records']:>9} {float(r['time_us']):9.1f} {r['wrong']:>6} {r['estimate']:>9} "
         f"{verdict:>7} {same:>26}"
     )

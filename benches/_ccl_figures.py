@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from benches._ccl_collective_figures import collective_figures
 from benches._ccl_nccltests import write_tables
 from benches._ccl_sweep import CHIPS, GATED_CHIPS, SIZES, TOPOLOGIES, size_label
+from benches._ccl_two_level import two_level_figures
 from benches._energy_figures import has_energy, pj_per_byte_vs_size
 from benches._shared import bench_topology, grid_by
 from pytest_npubench import ConfigResult
@@ -387,6 +388,7 @@ def figures(results: dict[str, ConfigResult], outdir: Path) -> Sequence[Path]:
         _best_algorithm(grid, outdir / "best_algorithm.png"),
         _sim_vs_model(grid, outdir / "sim_vs_model.png"),
         *collective_figures(grid, outdir, TOPOLOGY.fingerprint),
+        *two_level_figures(grid, outdir, TOPOLOGY.chips.count, TOPOLOGY.fingerprint),
         *_energy_figures(grid, outdir),
     ]
 

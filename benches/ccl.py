@@ -20,6 +20,11 @@ output of all_gather, the input of reduce_scatter, one chip's send buffer of all
 (rounded down to whole blocks, as nccl-tests does), the buffer of broadcast and reduce (root:
 chip 0), what each chip sends in sendrecv.
 
+The two-level system (:mod:`benches._ccl_two_level`): nodes of the file's ``chips.count``
+on a switch, 2 and 4 nodes on a second switch, the file's link on both; every collective
+with the hierarchical algorithms (``hierarchical``, ``tree_ring``) beside the flat ones,
+ids ``[<collective>-]two_level-p<chips>-<algorithm>-<size>``, gated at 2 nodes.
+
 Each config simulates one collective (``sim.collectives``), checks it like nccl-tests
 (``#wrong`` from a replay of the op log must be 0) and against lower bounds no schedule of
 that collective can beat (``sim.collective_bounds``), and sets the analytic model
@@ -56,6 +61,11 @@ from benches._ccl_sweep import (
     gated_more,
     size_label,
 )
+from benches._ccl_two_level import FIGURE as TWO_LEVEL_FIGURE
+from benches._ccl_two_level import NODES as TWO_LEVEL_NODES
+from benches._ccl_two_level import TWO_LEVEL, two_level
+from benches._ccl_two_level import caption as two_level_caption
+from benches._ccl_two_level import sweeps as two_level_sweeps
 from benches._energy import energy_meta, energy_spec, energy_values
 from benches._invariants import ccl_invariants
 from benches._shared import bench_topology, chips_meta, trace_writer
@@ -132,6 +142,8 @@ def config_id(params: dict[str, Any]) -> str:
 def topology_for(params: dict[str, Any]) -> Topology:
     """The topology file's hardware with the config's chip count and interconnect."""
     chips = params["chips"]
+    if params["topology"] == TWO_LEVEL:
+        return two_level(TOPOLOGY, chips)
     dims = TORUS_DIMS.get(chips, (1, chips))
     return TOPOLOGY.replace_chips(count=chips, topology=params["topology"], torus_dims=dims)
 
@@ -211,6 +223,7 @@ def meta() -> dict[str, Any]:
         torus_dims={str(p): list(d) for p, d in TORUS_DIMS.items()},
         gated_chips=GATED_CHIPS,
         gated_sizes={str(p): list(v) for p, v in GATED_SIZES.items()},
+        two_level_nodes=list(TWO_LEVEL_NODES),
         **energy_meta(TOPOLOGY),
     )
 
@@ -251,6 +264,7 @@ CAPTIONS = {
         )
         for c in MORE_COLLECTIVES
     },
+    TWO_LEVEL_FIGURE: two_level_caption(TOPOLOGY.chips.count),
 }
 
 
@@ -297,6 +311,10 @@ SWEEP += [
         ("broadcast", ["direct", "ring"]),
     )
 ]
+
+#: the two-level system (switch x switch, :mod:`benches._ccl_two_level`): every collective with
+#: the hierarchical algorithms beside the flat ones
+SWEEP += two_level_sweeps(TOPOLOGY.chips.count)
 
 BENCH = Bench(
     name="ccl",

@@ -59,6 +59,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         "benches._ccl_figures",
         "benches._tp_figures",
         "benches._ccl_collective_figures",
+        "benches._ccl_two_level",
         "benches._gemm_systolic",
         "benches._real_figures",
         "benches._energy_figures",

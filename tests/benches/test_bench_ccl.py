@@ -53,7 +53,13 @@ def bench_dir(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def _allreduce_configs() -> list[Any]:
-    return [c for c in ccl.BENCH.configs if "collective" not in c.params]
+    """The one-level allreduce sweep (the two-level system's group aside:
+    tests/benches/test_bench_ccl_two_level.py)."""
+    return [
+        c
+        for c in ccl.BENCH.configs
+        if "collective" not in c.params and c.params["topology"] != "two_level"
+    ]
 
 
 def test_sweep_gates_every_chip_count_and_leaves_the_heavy_sweep_to_regen() -> None:

@@ -19,8 +19,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _more() -> list[Any]:
-    """The other collectives' configs (the alpha-beta check's two-chip group aside)."""
-    return [c for c in ccl.BENCH.configs if "collective" in c.params and c.params["chips"] > 2]
+    """The other collectives' one-level configs (the alpha-beta check's two-chip group and the
+    two-level system aside)."""
+    return [
+        c
+        for c in ccl.BENCH.configs
+        if "collective" in c.params
+        and c.params["chips"] > 2
+        and c.params["topology"] != "two_level"
+    ]
 
 
 def test_the_alpha_beta_two_chip_group_is_gated_and_covered() -> None:

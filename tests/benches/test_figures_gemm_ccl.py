@@ -92,7 +92,11 @@ def test_a_failed_config_is_marked_in_every_figure_that_draws_it(
         (gemm, {"16x32x16-load_ref", "100x300x200-prefetch-systolic"}),
         (
             ccl,
-            {"ring-p8-ring-1MiB", *(f"{c}-ring-p8-{a}-1MiB" for c in COLLECTIVES for a in ALGOS)},
+            {
+                "ring-p8-ring-1MiB",
+                "two_level-p16-hierarchical-1MiB",
+                *(f"{c}-ring-p8-{a}-1MiB" for c in COLLECTIVES for a in ALGOS),
+            },
         ),
         (real, {"mi300x-8-mid"}),
     ]

@@ -74,14 +74,21 @@ def hop_holds(
     (``bytes / that link's bandwidth``), and the grain its data reaches the receiver at: one
     burst through the slowest of its links (or its HBM grain, ``burst``, when that is longer);
     other ops: ``()`` and their ``burst``."""
-    cache: dict[tuple[int, Fraction], int] = {}
-    bws, grain_bytes = net.link_bws, net.burst_bytes
+    cache: dict[tuple[int, int], int] = {}
+    grain_bytes = net.burst_bytes
+    # links by the class of what link_ps reads of them, bandwidth and setup (an int key:
+    # hashing a Fraction per hop cost more than the rest of this loop; the setup too, which
+    # a key of the bandwidth alone left out)
+    setup = net.link_setup_ps or (0,) * len(net.link_bws)
+    classes: dict[tuple[Fraction, int], int] = {}
+    cls = [classes.setdefault(k, len(classes)) for k in zip(net.link_bws, setup, strict=True)]
 
     def ps(nbytes: int, link: int) -> int:
-        key = (nbytes, bws[link])
-        if key not in cache:
-            cache[key] = net.link_ps(nbytes, link)
-        return cache[key]
+        key = (nbytes, cls[link])
+        got = cache.get(key)
+        if got is None:
+            got = cache[key] = net.link_ps(nbytes, link)
+        return got
 
     own: list[tuple[int, ...]] = []
     grain: list[int] = []

@@ -378,13 +378,9 @@ def _try(
     # free: no element but the identity fixes a chip
     if ((el[1:] == np.arange(p)[None, :]).any()) or len(np.unique(el, axis=0)) != group.order:
         return None
-    seen = {} if seen is None else seen
-    for g in group.generators:
-        key = el[g].tobytes()
-        if key not in seen:
-            seen[key] = _invariant(ops, lay, el[g])
-        if not seen[key]:
-            return None
+    # every check below must pass and none has effects, so the cheap refusals go first: the
+    # stand-ins' dependencies (a quotient dependency on a neighbour's op whose stand-in
+    # moves another range) before the generators' invariance and the order of ties
     rep_of = el.min(axis=0)  # per chip: the least chip of its orbit
     to_rep = el.argmin(axis=0)  # per chip c: the element e with el[e, c] = rep_of[c]
     reps = np.unique(rep_of)
@@ -401,15 +397,6 @@ def _try(
     if not (phi[q_ops] == q_ops).all():
         return None
     phq = qidx[phi]
-    # ties: per home chip, phi keeps the order of its ops
-    by_home = np.lexsort((rows, home))
-    if not _increasing(home[by_home], phq[by_home], np.zeros(ops.n, np.int64)):
-        return None
-    # ties: per link and hop index, phi keeps the order of the ops that cross it there (the
-    # engine serves equal times at a link by hops travelled, then op id: ADR 0026)
-    by_link = np.lexsort((ops.hop, ops.hop_op, ops.hop_link))
-    if not _increasing(ops.hop_link[by_link], phq[ops.hop_op][by_link], ops.hop[by_link]):
-        return None
     # the quotient's dependencies: stand-ins, earlier, with the geometry of the real ones
     on_q = in_q[ops.dep_op]
     j, d = ops.dep_op[on_q], ops.dep[on_q]
@@ -419,6 +406,22 @@ def _try(
     there = _geometry(ops.lo[phi[d]], ops.hi[phi[d]], ops.lo[j], ops.hi[j])
     whole = not (here == there).all()  # the stand-in moves another range (a ring's turn) ...
     if whole and here.any():  # ... which is the same when no dependent needs part of a span
+        return None
+    seen = {} if seen is None else seen
+    for g in group.generators:
+        key = el[g].tobytes()
+        if key not in seen:
+            seen[key] = _invariant(ops, lay, el[g])
+        if not seen[key]:
+            return None
+    # ties: per home chip, phi keeps the order of its ops
+    by_home = np.lexsort((rows, home))
+    if not _increasing(home[by_home], phq[by_home], np.zeros(ops.n, np.int64)):
+        return None
+    # ties: per link and hop index, phi keeps the order of the ops that cross it there (the
+    # engine serves equal times at a link by hops travelled, then op id: ADR 0026)
+    by_link = np.lexsort((ops.hop, ops.hop_op, ops.hop_link))
+    if not _increasing(ops.hop_link[by_link], phq[ops.hop_op][by_link], ops.hop[by_link]):
         return None
     link_rep = _link_reps(lay, el, len(net.links))
     if link_rep is None:

@@ -511,3 +511,24 @@ def test_digit_shift_is_a_translation_invariant_peer_order(sizes: tuple[int, ...
                 assert digit_shift(sizes, digit_shift(sizes, c, k), t) == digit_shift(sizes, img, k)
     if len(sizes) > 1 and sizes[0] > 1 and p > sizes[0]:  # not the flat offset
         assert any(digit_shift(sizes, c, 1) != (c + 1) % p for c in range(p))
+
+
+def test_hop_holds_read_each_links_own_setup_not_only_its_bandwidth() -> None:
+    """A hop's hold is link_ps of that link: bytes over its bandwidth plus its setup. Two
+    links of one bandwidth with different setups (a protocol's handshake on one dimension)
+    must not share a cached hold."""
+    from sim.fabric.holds import hop_holds
+
+    topo = _with_dims(_dim("switch", 4, 50, 1000), _dim("switch", 2, 50, 1000))
+    net = build_network(topo)
+    setups = tuple(5_000 if k % 2 else 0 for k in range(len(net.links)))
+    net = dataclasses.replace(net, link_setup_ps=setups)
+    assert len(set(net.link_bws)) == 1 and len(set(setups)) == 2
+    sched = ar.build_schedule(topo, 1 << 16, "ring", network=net)
+    prog = ar.fabric_program(sched).program
+    from sim.fabric.program import op_routes
+
+    routes = op_routes(net, prog)
+    own, _grain = hop_holds(net, prog, routes, [0] * len(prog))
+    for r, b, holds in zip(routes, prog.nbytes, own, strict=True):
+        assert holds == tuple(net.link_ps(b, k) for k in r)

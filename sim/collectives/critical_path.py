@@ -5,7 +5,6 @@ busiest resource on it (Carlier 1982, ADR 0015, ADR 0017)."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import fields
 
 import numpy as np
 
@@ -242,7 +241,7 @@ def _shared(net: Network, prog: FabricProgram, mem: list[int]) -> FabricProgram:
         if k == TRANSFER:
             for link in routes[s][d]:
                 pairs.setdefault((st, link), set()).add(s * p + d)
-    out = FabricProgram(**{f.name: list(getattr(prog, f.name)) for f in fields(prog)})
+    out = prog.copy()
     for i, (k, s, d, st) in enumerate(zip(prog.kind, prog.src, prog.dst, prog.step, strict=True)):
         if k == TRANSFER:
             share = max(len(pairs[st, link]) for link in routes[s][d])

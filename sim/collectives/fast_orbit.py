@@ -304,10 +304,11 @@ class OrbitRun(SymmetricRun):
 
 
 #: Algorithms taken here besides the flat ring (their schedules are small; their programs
-#: are not). ``hierarchical`` is not: its direct steps go by offset (ADR 0032), but its
-#: nested parts move under any turn while a reduction streams part of a span into the next
-#: dimension's send, so a stand-in's range reads another streaming geometry (ADR 0024 "Not
-#: done", ADR 0032); the others run on :mod:`sim.collectives.fast_product`.
+#: are not). ``hierarchical`` is not: its direct steps go by offset (ADR 0032), but a
+#: translation of the outer digit changes which part of a reduction the next dimension's
+#: send streams from, so only dimension 0's translations keep it, with spans carried per
+#: dependency (:mod:`sim.fabric.quotient`); it runs on :mod:`sim.collectives.fast_product`
+#: with the others, from its full program.
 SCHEDULED = ("direct",)
 
 

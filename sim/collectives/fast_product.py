@@ -8,9 +8,10 @@ of the whole network (a ring dimension is not tried here: its half-ring tie is A
 and another change's). Whether a collective's *program* maps onto itself, ties included,
 depends on the algorithm's message order; :mod:`sim.fabric.quotient` checks it op by op
 for each group below, in turn, and the first that passes times the program from its
-representatives. When none passes (a program whose timing is not symmetric, as
-``hierarchical``'s nested parts streamed into the next dimension are not, ADR 0032),
-the full program runs through the event engine as before.
+representatives. When none passes (a program whose timing is not symmetric: ``pairwise``'s
+lockstep dependencies between disjoint blocks, ADR 0032), the full program runs through the
+event engine as before. ``hierarchical`` and ``tree_ring`` pass with the translations of
+dimension 0 (one rail), the stand-ins' spans carried per dependency.
 
 Groups tried: the translations of every dimension (one representative chip), the xor of
 chip ids (sizes powers of two: recursive halving and doubling pair chips by xor), the

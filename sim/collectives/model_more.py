@@ -27,8 +27,6 @@ alpha-beta-gamma time (the textbook column; the sources are the algorithms' modu
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 import numpy as np
 
 from sim.collectives.budget import check_collective
@@ -111,7 +109,7 @@ def fair_shares(net: Network, prog: FabricProgram, by_step: bool) -> FabricProgr
         if k == TRANSFER:
             for x in net.routes[s][d]:
                 pairs.setdefault((st if by_step else 0, x), set()).add(s * p + d)
-    out = FabricProgram(**{f.name: list(getattr(prog, f.name)) for f in fields(prog)})
+    out = prog.copy()
     for i, (k, s, d, st) in enumerate(zip(kinds, srcs, dsts, steps, strict=True)):
         if k == TRANSFER:
             share = max(len(pairs[st if by_step else 0, x]) for x in net.routes[s][d])

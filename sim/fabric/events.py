@@ -139,6 +139,7 @@ def simulate_events(
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
     spans = program.span
+    seen = program.seen_span
 
     def produced(i: int, begin: int, end: int, grain: int, now: int) -> None:
         """Op ``i`` delivers its span linearly from ``begin`` to ``end`` at the consumer's side:
@@ -148,6 +149,9 @@ def simulate_events(
         lo, hi = spans[i]
         width = hi - lo
         for j in dependents[i]:
+            if seen:  # a quotient's stand-in: what j sees of the op it stands for
+                lo, hi = seen.get((i, j), spans[i])
+                width = hi - lo
             x, y = spans[j]
             if width > 0 and y > x and (x > lo or y < hi):  # j needs part of i's span
                 a = max(x, lo) - lo

@@ -3,7 +3,7 @@ dependencies and accumulators (the timing is :func:`sim.fabric.simulate.simulate
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -30,6 +30,9 @@ class FabricProgram:
     do not depend on each other. Sums commute, so they add in the order they start (the
     order their data comes in), each ending no earlier than one burst after the one before
     it into the accumulator (ADR 0016); an op that needs the sum depends on all of them.
+    ``seen_span[(d, j)]``, where given, is the span dependent ``j`` sees producer ``d`` move
+    instead of ``span[d]``: a quotient's stand-in for a neighbour's op that moves another
+    range (:mod:`sim.fabric.quotient`, ADR 0032); empty in every full program.
     """
 
     kind: list[int] = field(default_factory=list)
@@ -43,6 +46,7 @@ class FabricProgram:
     span: list[tuple[int, int]] = field(default_factory=list)
     into: list[int] = field(default_factory=list)
     lane: list[int] = field(default_factory=list)
+    seen_span: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
 
     def add(
         self,
@@ -75,6 +79,12 @@ class FabricProgram:
 
     def __len__(self) -> int:
         return len(self.kind)
+
+    def copy(self) -> FabricProgram:
+        """A copy whose columns can be changed without changing this one's."""
+        return FabricProgram(
+            **{f.name: type(getattr(self, f.name))(getattr(self, f.name)) for f in fields(self)}
+        )
 
 
 def hbm_default(kind: int, nbytes: int) -> int:

@@ -27,8 +27,15 @@ only by ops of one home chip, so they are the representatives' own.
 **Ties.** The event loop breaks equal times by op id (and hop). So the check demands, for
 every chip, that ``phi`` keeps the order of its ops' ids, and for every link, that ``phi``
 keeps the order of ``(op id, hop)`` of the ops that cross it; and that every dependency of
-a quotient op stays earlier in the quotient's order and keeps its streaming geometry with
-its stand-in. Any failure returns None: the caller runs the exact event engine instead.
+a quotient op stays earlier in the quotient's order. Any failure returns None: the caller
+runs the exact event engine instead.
+
+**Spans.** The streaming rule reads a producer's span against its dependent's. A stand-in
+for a neighbour's op may move another range (a ring's turn; a part of a nested split, as
+``hierarchical``'s): where no dependent needs part of a span every span is left unknown
+(``whole``); otherwise the quotient tells each such dependent the span of the real producer
+(``FabricProgram.seen_span``, ADR 0032), so it reads the real geometry. Two real producers
+of one dependent with one stand-in must then agree on it (one edge cannot say both).
 
 The checks are linear in the program (numpy over its columns); the event loop runs on
 ``1 / |G|`` of it.
@@ -355,9 +362,9 @@ def time_by_quotient(
     routes = op_routes(net, program)
     ops = _Ops(net, program, routes)
     lay = _Layout(net)
-    seen: dict[bytes, bool] = {}  # a permutation's check, once (groups share generators)
+    checked: dict[bytes, bool] = {}  # a permutation's check, once (groups share generators)
     for group in groups:
-        got = _try(net, program, routes, ops, lay, group, seen)
+        got = _try(net, program, routes, ops, lay, group, checked)
         if got is not None:
             return got
     return None
@@ -370,7 +377,7 @@ def _try(
     ops: _Ops,
     lay: _Layout,
     group: ChipGroup,
-    seen: dict[bytes, bool] | None = None,
+    checked: dict[bytes, bool] | None = None,
 ) -> tuple[OpLog, Quotient] | None:
     el, p = group.elements, net.chips
     if el.shape[1] != p or group.order < 2:
@@ -404,15 +411,17 @@ def _try(
         return None
     here = _geometry(ops.lo[d], ops.hi[d], ops.lo[j], ops.hi[j])
     there = _geometry(ops.lo[phi[d]], ops.hi[phi[d]], ops.lo[j], ops.hi[j])
-    whole = not (here == there).all()  # the stand-in moves another range (a ring's turn) ...
-    if whole and here.any():  # ... which is the same when no dependent needs part of a span
+    differ = ~(here == there).all(axis=0)  # the stand-in moves another range (a turn) ...
+    whole = bool(differ.any()) and not here.any()  # ... the same when no one needs a part
+    seen = None if whole else _seen_spans(ops, d, j, phq, qidx, here, differ)
+    if seen is None and not whole:
         return None
-    seen = {} if seen is None else seen
+    checked = {} if checked is None else checked
     for g in group.generators:
         key = el[g].tobytes()
-        if key not in seen:
-            seen[key] = _invariant(ops, lay, el[g])
-        if not seen[key]:
+        if key not in checked:
+            checked[key] = _invariant(ops, lay, el[g])
+        if not checked[key]:
             return None
     # ties: per home chip, phi keeps the order of its ops
     by_home = np.lexsort((rows, home))
@@ -426,7 +435,7 @@ def _try(
     link_rep = _link_reps(lay, el, len(net.links))
     if link_rep is None:
         return None
-    quotient = _quotient_program(program, q_ops, qidx, phi, whole)
+    quotient = _quotient_program(program, q_ops, qidx, phi, whole, seen or {})
     q_routes = [tuple(int(link_rep[k]) for k in routes[i]) for i in q_ops.tolist()]
     q_log = simulate_events(
         net, quotient, op_holds(net, quotient, q_routes), contention=True, routes=q_routes
@@ -499,13 +508,41 @@ def _link_reps(lay: _Layout, el: I64, nlinks: int) -> I64 | None:
     return rep
 
 
+def _seen_spans(
+    ops: _Ops, d: I64, j: I64, phq: I64, qidx: I64, here: I64, differ: npt.NDArray[np.bool_]
+) -> dict[tuple[int, int], tuple[int, int]] | None:
+    """Per quotient dependency whose stand-in moves another range than the real producer:
+    the real producer's span, as the dependent sees it (``FabricProgram.seen_span``), so the
+    streaming rule reads the real geometry (ADR 0032). None when two real producers of one
+    dependent share a stand-in but not a geometry (one edge of the quotient cannot say both).
+    """
+    qd, qj = phq[d], qidx[j]
+    key = qd * (int(qidx.max(initial=0)) + 1) + qj
+    order = np.lexsort((key,))
+    k, h = key[order], here[:, order]
+    same_key = k[1:] == k[:-1]
+    if (same_key & (h[:, 1:] != h[:, :-1]).any(axis=0)).any():
+        return None
+    pick = np.flatnonzero(differ)
+    return {
+        (int(a), int(b)): (int(lo), int(hi))
+        for a, b, lo, hi in zip(qd[pick], qj[pick], ops.lo[d[pick]], ops.hi[d[pick]], strict=True)
+    }
+
+
 def _quotient_program(
-    program: FabricProgram, q_ops: I64, qidx: I64, phi: I64, whole: bool = False
+    program: FabricProgram,
+    q_ops: I64,
+    qidx: I64,
+    phi: I64,
+    whole: bool = False,
+    seen: dict[tuple[int, int], tuple[int, int]] | None = None,
 ) -> FabricProgram:
     """The representatives' ops, their dependencies and consumed transfers replaced by the
     stand-ins' quotient indices (their accumulators are their own chip's); ``whole``: every
     span unknown (``(0, 0)``: the streaming rule reads none, as no dependency of the real
-    program needs part of one)."""
+    program needs part of one); ``seen``: per quotient dependency whose stand-in moves
+    another range, the real producer's span (:func:`_seen_spans`)."""
     pick = q_ops.tolist()
     phq = qidx[phi]
     deps = [tuple(sorted({int(phq[d]) for d in program.deps[i]})) for i in pick]
@@ -525,4 +562,5 @@ def _quotient_program(
         span=[(0, 0)] * len(pick) if whole else [program.span[i] for i in pick],
         into=q_into if any(x >= 0 for x in q_into) else [],
         lane=[lane[i] for i in pick] if any(lane) else [],
+        seen_span=dict(seen or {}),
     )

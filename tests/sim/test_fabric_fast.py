@@ -303,3 +303,24 @@ def test_the_oracle_times_a_shared_link_by_hand() -> None:
     assert log.start.tolist()[2] == first_burst
     whole = max(net.reduce_ps(b), net.hbm_ps(2 * b))
     assert log.end.tolist()[2] == max(first_burst + whole, hold + lat + grain)
+
+
+def test_a_dependent_sees_the_span_seen_span_gives_it() -> None:
+    """FabricProgram.seen_span (a quotient's stand-ins, ADR 0032): the streaming rule reads
+    the span given for that (producer, dependent) pair instead of the producer's own. A
+    dependent that needs the second half of its producer streams from mid-way; moved to
+    another range with seen_span naming the old one, every record is the same; moved
+    without it, the dependent no longer needs part of its producer and starts otherwise."""
+    net = build_network(_topo("fully_connected", 3))
+
+    def program(producer_span: tuple[int, int], seen: bool) -> FabricProgram:
+        prog = FabricProgram()
+        first = prog.add(TRANSFER, 1, 0, 4_000_000, 0, (), hbm=0, span=producer_span)
+        dep = prog.add(TRANSFER, 0, 2, 2_000_000, 1, (first,), hbm=0, span=(1000, 2000))
+        if seen:
+            prog.seen_span[first, dep] = (0, 2000)
+        return prog
+
+    real = simulate_fabric(net, program((0, 2000), False))
+    assert simulate_fabric(net, program((5000, 7000), True)).equals(real)
+    assert not simulate_fabric(net, program((5000, 7000), False)).equals(real)

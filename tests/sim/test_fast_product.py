@@ -60,17 +60,30 @@ def test_quotient_log_is_the_event_engines(collective: str, algorithm: str, oute
     assert run.wrong == ref.wrong == 0  # type: ignore[attr-defined]
 
 
-def test_asymmetric_streaming_falls_back_to_the_event_engine() -> None:
-    """hierarchical: after the reduce-scatter along dimension 0 chip (i0, i1) holds part i0,
-    and its dimension-1 sends stream sub-parts of it in offset order, starting at sub-part
-    i1 + 1: a translation of the outer digit changes which part of the reduction a send
-    waits for, so no group with outer translations passes; the inner translations alone do
-    not keep the stand-ins' streaming geometry either (a neighbour's part is another range).
-    The checks must refuse every group, and the log stays exact."""
+def test_hierarchical_is_timed_from_one_rail_with_the_spans_its_stand_ins_stand_for() -> None:
+    """hierarchical: a translation of the outer digit changes which part of dimension 0's
+    reduction a dimension-1 send streams from (a real asymmetry), so only the translations of
+    dimension 0 keep the program; under them a neighbour's transfer stands in with another
+    range, and the quotient tells each such dependent the real producer's span
+    (FabricProgram.seen_span, ADR 0032). The log is the event engine's."""
     topo = _two_level(2)
     run = run_collective(topo, 1 << 18, "hierarchical", "allreduce")  # type: ignore[arg-type]
-    assert isinstance(run, QuotientRun) and run.quotient is None
+    assert isinstance(run, QuotientRun) and run.quotient is not None
+    assert run.quotient.group.name == "translations of dimensions [0]"
+    assert run.quotient.program.seen_span  # the case it is for
     ref = _event(topo, 1 << 18, "hierarchical", "allreduce")
+    assert _sha(run.log) == _sha(ref.log)  # type: ignore[attr-defined]
+    assert run.wrong == ref.wrong == 0  # type: ignore[attr-defined]
+
+
+def test_asymmetric_streaming_falls_back_to_the_event_engine() -> None:
+    """pairwise: its lockstep dependencies join disjoint blocks, and the streaming rule reads
+    their absolute offsets, which every translation moves: the checks must refuse every
+    group, and the log stays exact."""
+    topo = _two_level(2)
+    run = run_collective(topo, 1 << 18, "pairwise", "alltoall")  # type: ignore[arg-type]
+    assert isinstance(run, QuotientRun) and run.quotient is None
+    ref = _event(topo, 1 << 18, "pairwise", "alltoall")
     assert _sha(run.log) == _sha(ref.log)  # type: ignore[attr-defined]
 
 

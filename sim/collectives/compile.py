@@ -38,6 +38,7 @@ from sim.fabric import (
     REDUCTION,
     TRANSFER,
     FabricProgram,
+    distinct,
 )
 
 
@@ -415,7 +416,7 @@ def _last_writers(
         op = np.concatenate((op, np.arange(n, dtype=np.int64)))
         w = np.concatenate((w, last))
     big = len(is_acc)
-    key = np.unique(op * big + w)
+    key = distinct(op * big + w)
     op = key // big
     return _split((key - op * big).tolist(), np.bincount(op, minlength=n)), found
 

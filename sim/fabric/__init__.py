@@ -14,7 +14,8 @@ Modules, each with one job:
 * :mod:`~sim.fabric.simulate`: :func:`simulate_fabric`, the timing rules, which picks
   :mod:`~sim.fabric.events` (the event loop) or a fast path, :mod:`~sim.fabric.uncontended`
   or :mod:`~sim.fabric.rotation`, for a one-shot program (:mod:`~sim.fabric.one_shot`);
-* :mod:`~sim.fabric.scan`: one server's queue as a max-plus scan in numpy;
+* :mod:`~sim.fabric.scan`: one server's queue as a max-plus scan in numpy, and an integer
+  array's distinct values by one sort;
 * :mod:`~sim.fabric.log`: the op log's engines and stages, and arrival times.
 
 Imports run one way: a module imports only modules listed before it in ``dimensions``, ``network``,
@@ -55,7 +56,7 @@ from sim.fabric.quotient import (
 )
 from sim.fabric.ring_quotient import direct_by_ring_rotation, expand_direct, goes_up
 from sim.fabric.ring_quotient import turn as ring_turn
-from sim.fabric.scan import one_after_another
+from sim.fabric.scan import distinct, one_after_another
 from sim.fabric.simulate import simulate_fabric
 from sim.fabric.switch_ops import SWITCH_REDUCE, SWITCH_REDUCE_STAGE
 from sim.fabric.symmetry import SymmetricLog, ring_links, ring_network
@@ -84,6 +85,7 @@ __all__ = [
     "digit_translations",
     "digit_xors",
     "direct_by_ring_rotation",
+    "distinct",
     "expand_direct",
     "goes_up",
     "hbm_default",

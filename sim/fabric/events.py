@@ -80,7 +80,9 @@ def simulate_events(
     nlanes = 1 if plan else max(lane, default=0) + 1
     pools = plan.pools if plan else p * p * nlanes
     credits = [net.staging_buffers] * pools
-    held: list[deque[int]] = [deque() for _ in range(pools)]
+    # transfers waiting for a buffer, per pool that has had one wait: a list of p * p * lanes
+    # deques cost seconds to build at p = 256 with 18 lanes, for the few pools a program uses
+    held: dict[int, deque[int]] = {}
     granted = [False] * n
     hbm_got = [False] * n
     head = [0] * n  # when the first burst of every input is there
@@ -132,7 +134,7 @@ def simulate_events(
                     credits[c] -= 1
                     granted[i] = True
                 else:
-                    held[c].append(i)
+                    held.setdefault(c, deque()).append(i)  # (once, before the loop)
                     ready[idx] = -1
     rel = -(1 << 62)  # the key of a server freeing: before every op due at the same time
     heap = [(0, i, 0) for i in ready if i >= 0]
@@ -186,8 +188,9 @@ def simulate_events(
             k = kind[i]
         elif hop < 0:  # a staging buffer comes back to the pair of transfer `i`
             c = conn[i]
-            if held[c]:
-                j = held[c].popleft()
+            waits = held.get(c)
+            if waits:
+                j = waits.popleft()
                 granted[j] = True
                 push(heap, (now, j, 0))
             else:
@@ -200,7 +203,10 @@ def simulate_events(
             if k == TRANSFER and hop == 0 and staged[i] and not granted[i]:
                 c = conn[i]
                 if not credits[c]:
-                    held[c].append(i)
+                    waits = held.get(c)
+                    if waits is None:
+                        waits = held[c] = deque()
+                    waits.append(i)
                     continue
                 credits[c] -= 1
                 granted[i] = True

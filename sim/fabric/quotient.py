@@ -56,6 +56,7 @@ from sim.fabric.holds import op_holds
 from sim.fabric.log import op_log
 from sim.fabric.network import Network
 from sim.fabric.program import TRANSFER, FabricProgram, lanes_of, op_routes
+from sim.fabric.scan import distinct
 from sim.fabric.switch_ops import at_switch
 from sim.oplog import OpLog
 
@@ -318,7 +319,7 @@ def _invariant(ops: _Ops, lay: _Layout, perm: I64) -> bool:
     if links is None:
         return False
     m = ops.image(perm[ops.src], perm[ops.dst])
-    if m is None or len(np.unique(m)) != ops.n:
+    if m is None or len(distinct(m)) != ops.n:
         return False
     if not (ops.attrs[:, m] == ops.attrs).all():
         return False

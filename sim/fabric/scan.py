@@ -27,3 +27,14 @@ def one_after_another(
     out = np.empty_like(end)
     out[order] = np.maximum.accumulate(v + shift) - shift + acc
     return out
+
+
+def distinct(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The sorted distinct values of an integer array, ``np.unique(values)``, by one sort:
+    numpy 2.4's ``np.unique`` hashes integer arrays first, which took 6.5 s on 5 M random
+    int64 where the sort takes 0.33 s (and 1.7 s against 0.02 s on the nearly sorted keys
+    of :func:`sim.collectives.compile`)."""
+    s = np.sort(values)
+    if not len(s):
+        return s
+    return s[np.r_[True, s[1:] != s[:-1]]]

@@ -324,3 +324,15 @@ def test_a_dependent_sees_the_span_seen_span_gives_it() -> None:
     real = simulate_fabric(net, program((0, 2000), False))
     assert simulate_fabric(net, program((5000, 7000), True)).equals(real)
     assert not simulate_fabric(net, program((5000, 7000), False)).equals(real)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_distinct_is_np_unique(seed: int) -> None:
+    """sim.fabric.distinct: np.unique's sorted distinct values, by one sort."""
+    from sim.fabric import distinct
+
+    rng = np.random.default_rng(seed)
+    for high in (3, 1000, 1 << 50):
+        x = rng.integers(-high, high, int(rng.integers(0, 5000)), dtype=np.int64)
+        assert np.array_equal(distinct(x), np.unique(x))
+    assert len(distinct(np.zeros(0, dtype=np.int64))) == 0

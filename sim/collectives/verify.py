@@ -244,7 +244,8 @@ def _replay_in_lists(
     shift[users] = bounds[lo[tu]] - bounds[x[users]]  # it landed elsewhere (Message.at)
     fresh = np.asarray(compiled.fresh, dtype=bool)
     # what each entry does: 0 sends one piece, 1 sends the input (fresh), 2 adds one piece,
-    # 3 copies one piece, 4 anything else (wider, or moved by a shift)
+    # 3 copies one piece, 5 / 6 add / copy one piece that landed elsewhere (alltoall's
+    # blocks: its value moves by the shift), 4 anything else (wider)
     one = width == 1
     code = np.full(len(ops), 4, dtype=np.int64)
     code[~users & one] = 0
@@ -252,13 +253,19 @@ def _replay_in_lists(
     plain = users & one & (shift == 0)
     code[plain & (kind == REDUCTION)] = 2
     code[plain & (kind != REDUCTION)] = 3
+    moved = users & one & (shift != 0)
+    code[moved & (kind == REDUCTION)] = 5
+    code[moved & (kind != REDUCTION)] = 6
     cell = chip * pieces + x
     a, b, mask = (v.ravel().tolist() for v in start)
     given = [tuple(v) for v in zip(*(w.tolist() for w in inputs), strict=True)]  # per chip
     stash: dict[int, Any] = {}  # one piece or a fresh send: ints; more: lists
     t_of = t.tolist()
+    by = shift.tolist()
     try:
-        for op, c, at, tr in zip(ops.tolist(), code.tolist(), cell.tolist(), t_of, strict=True):
+        for op, c, at, tr, sh in zip(
+            ops.tolist(), code.tolist(), cell.tolist(), t_of, by, strict=True
+        ):
             if c == 0:
                 stash[op] = (a[at], b[at], mask[at])
             elif c == 2:
@@ -270,6 +277,14 @@ def _replay_in_lists(
                 a[at], b[at], mask[at] = stash.pop(tr)
             elif c == 1:
                 stash[op] = given[at // pieces]
+            elif c == 5 or c == 6:  # one piece from a one-piece send: its value scalar
+                da, db, dm = stash.pop(tr)
+                if c == 5:
+                    a[at] += da + db * sh
+                    b[at] += db
+                    mask[at] |= dm
+                else:
+                    a[at], b[at], mask[at] = da + db * sh, db, dm
             else:
                 _replay_wide(compiled, op, at, pieces, stash, (a, b, mask))
     except KeyError:  # not sent before it, or consumed twice

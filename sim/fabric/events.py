@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections import deque
+from collections import defaultdict, deque
 
 import numpy as np
 
@@ -82,7 +82,7 @@ def simulate_events(
     credits = [net.staging_buffers] * pools
     # transfers waiting for a buffer, per pool that has had one wait: a list of p * p * lanes
     # deques cost seconds to build at p = 256 with 18 lanes, for the few pools a program uses
-    held: dict[int, deque[int]] = {}
+    held: defaultdict[int, deque[int]] = defaultdict(deque)
     granted = [False] * n
     hbm_got = [False] * n
     head = [0] * n  # when the first burst of every input is there
@@ -134,7 +134,7 @@ def simulate_events(
                     credits[c] -= 1
                     granted[i] = True
                 else:
-                    held.setdefault(c, deque()).append(i)  # (once, before the loop)
+                    held[c].append(i)
                     ready[idx] = -1
     rel = -(1 << 62)  # the key of a server freeing: before every op due at the same time
     heap = [(0, i, 0) for i in ready if i >= 0]
@@ -188,7 +188,7 @@ def simulate_events(
             k = kind[i]
         elif hop < 0:  # a staging buffer comes back to the pair of transfer `i`
             c = conn[i]
-            waits = held.get(c)
+            waits = held.get(c)  # (get: no empty queue made for a pool nobody waits on)
             if waits:
                 j = waits.popleft()
                 granted[j] = True
@@ -203,10 +203,7 @@ def simulate_events(
             if k == TRANSFER and hop == 0 and staged[i] and not granted[i]:
                 c = conn[i]
                 if not credits[c]:
-                    waits = held.get(c)
-                    if waits is None:
-                        waits = held[c] = deque()
-                    waits.append(i)
+                    held[c].append(i)
                     continue
                 credits[c] -= 1
                 granted[i] = True

@@ -414,8 +414,8 @@ def _try(
     there = _geometry(ops.lo[phi[d]], ops.hi[phi[d]], ops.lo[j], ops.hi[j])
     differ = ~(here == there).all(axis=0)  # the stand-in moves another range (a turn) ...
     whole = bool(differ.any()) and not here.any()  # ... the same when no one needs a part
-    seen = None if whole else _seen_spans(ops, d, j, phq, qidx, here, differ)
-    if seen is None and not whole:
+    seen = {} if whole else _seen_spans(ops, d, j, phq, qidx, here, differ)
+    if seen is None:
         return None
     checked = {} if checked is None else checked
     for g in group.generators:
@@ -436,7 +436,7 @@ def _try(
     link_rep = _link_reps(lay, el, len(net.links))
     if link_rep is None:
         return None
-    quotient = _quotient_program(program, q_ops, qidx, phi, whole, seen or {})
+    quotient = _quotient_program(program, q_ops, qidx, phi, whole, seen)
     q_routes = [tuple(int(link_rep[k]) for k in routes[i]) for i in q_ops.tolist()]
     q_log = simulate_events(
         net, quotient, op_holds(net, quotient, q_routes), contention=True, routes=q_routes
@@ -517,6 +517,8 @@ def _seen_spans(
     streaming rule reads the real geometry (ADR 0032). None when two real producers of one
     dependent share a stand-in but not a geometry (one edge of the quotient cannot say both).
     """
+    if not differ.any():  # every stand-in's span reads as the real one's
+        return {}
     qd, qj = phq[d], qidx[j]
     key = qd * (int(qidx.max(initial=0)) + 1) + qj
     order = np.lexsort((key,))

@@ -65,6 +65,17 @@ def series(
     return sizes, [rows[s] for s in sizes]
 
 
+def model_busbw(ys: list[float], rows: list[ConfigResult]) -> list[float]:
+    """The model's busbw at each simulated point: the simulated busbw scaled by sim / model
+    time (the dashed lines; a point without a model time keeps its own)."""
+    return [
+        y * r.metrics["time_ns"] / r.metrics["model_time_ns"]
+        if r.metrics.get("model_time_ns")
+        else y
+        for y, r in zip(ys, rows, strict=True)
+    ]
+
+
 def _size_axis(ax: Any) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xticks(SIZES)
@@ -96,14 +107,8 @@ def busbw_figure(grid: Series, collective: str, path: Path, where: str) -> Path:
                 continue
             color = COLORS[algorithm]
             ys = [r.metrics["busbw_gbs"] for r in rows]
-            model = [
-                y * r.metrics["time_ns"] / r.metrics["model_time_ns"]
-                if r.metrics.get("model_time_ns")
-                else y
-                for y, r in zip(ys, rows, strict=True)
-            ]
             ax.plot(xs, ys, color=color)
-            ax.plot(xs, model, color=color, linestyle="--", linewidth=1)
+            ax.plot(xs, model_busbw(ys, rows), color=color, linestyle="--", linewidth=1)
             markers(ax, xs, ys, rows, color, marker="o", markersize=5)
         titled(ax, f"topology: {topology}")
         log_axis(ax)

@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benches._ccl_collective_figures import SIZE_IS
+from benches._ccl_collective_figures import COLORS as COLLECTIVE_COLORS
+from benches._ccl_collective_figures import SIZE_IS, model_busbw
 from benches._ccl_sweep import KIB, MIB, MORE_COLLECTIVES, MORE_SIZES, SIZES, size_label
 from pytest_npubench import ConfigResult, Sweep
 from pytest_npubench.plotting import (
@@ -99,15 +100,13 @@ def sweeps(node: int) -> list[Sweep]:
     return out
 
 
+#: the other collectives' figure colours, allreduce's as its figures draw them (halving-
+#: doubling like recursive doubling, the double binary tree like the binary tree), and the
+#: hierarchical algorithms'
 COLORS = {
-    "ring": "#4c72b0",
-    "direct": "#dd8452",
-    "halving_doubling": "#55a868",
-    "recursive_doubling": "#55a868",
-    "recursive_halving": "#55a868",
-    "double_binary_tree": "#937860",
-    "pairwise": "#8172b3",
-    "binary_tree": "#c44e52",
+    **COLLECTIVE_COLORS,
+    "halving_doubling": COLLECTIVE_COLORS["recursive_doubling"],
+    "double_binary_tree": COLLECTIVE_COLORS["binary_tree"],
     "hierarchical": "#da8bc3",
     "tree_ring": "#17becf",
 }
@@ -162,16 +161,11 @@ def figure(grid: Mapping[Any, ConfigResult], outdir: Path, node: int, where: str
             if not xs:
                 continue
             color = COLORS[algorithm]
-            ys = [rows[s].metrics["busbw_gbs"] for s in xs]
-            model = [
-                y * rows[s].metrics["time_ns"] / rows[s].metrics["model_time_ns"]
-                if rows[s].metrics.get("model_time_ns")
-                else y
-                for y, s in zip(ys, xs, strict=True)
-            ]
+            drawn_rows = [rows[s] for s in xs]
+            ys = [r.metrics["busbw_gbs"] for r in drawn_rows]
             ax.plot(xs, ys, color=color)
-            ax.plot(xs, model, color=color, linestyle="--", linewidth=1)
-            markers(ax, xs, ys, [rows[s] for s in xs], color, marker="o", markersize=5)
+            ax.plot(xs, model_busbw(ys, drawn_rows), color=color, linestyle="--", linewidth=1)
+            markers(ax, xs, ys, drawn_rows, color, marker="o", markersize=5)
             used += [algorithm] if algorithm not in used else []
         size_is = SIZE_IS.get(collective, "the buffer")
         factor = f"{bus_factor(collective, chips):.3g}"

@@ -31,7 +31,6 @@ of every other algorithm.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -251,17 +250,23 @@ def spread_over_lanes(steps: Steps, net: Network) -> Steps:
     if not net.parallel:
         return steps
     out: Steps = []
+    cuts: dict[tuple[int, int], list[Range]] = {}  # _ranges(lo, hi) is _ranges(0, hi - lo) + lo
     for step in steps:
         spread: list[Message] = []
         for m in step:
             first = net.route(m.src, m.dst)
             lanes = len(net.parallel[first[0]]) if first else 1
-            if lanes <= 1 or m.hi - m.lo < lanes:
+            size = m.hi - m.lo
+            if lanes <= 1 or size < lanes:
                 spread.append(m)
                 continue
-            spread += [
-                dataclasses.replace(m, lo=lo, hi=hi, lane=i)
-                for i, (lo, hi) in enumerate(_ranges(m.lo, m.hi, lanes))
+            rel = cuts.get((size, lanes))
+            if rel is None:
+                rel = cuts[size, lanes] = _ranges(0, size, lanes)
+            lo = m.lo
+            spread += [  # (not dataclasses.replace: 129 k messages at p = 256 took 0.5 s)
+                Message(m.src, m.dst, lo + a, lo + b, m.reduce, m.fresh, i, m.at)
+                for i, (a, b) in enumerate(rel)
             ]
         out.append(spread)
     return out

@@ -42,6 +42,7 @@ from __future__ import annotations
 from functools import cached_property
 
 import numpy as np
+import numpy.typing as npt
 
 from sim.collectives.catalog import build_schedule
 from sim.collectives.fast import SymmetricRun, input_mismatch
@@ -61,7 +62,7 @@ from sim.collectives.orbit import (
 )
 from sim.collectives.races import compiled_race
 from sim.collectives.run import FAST_PATHS
-from sim.collectives.schedule import COLLECTIVES, Schedule
+from sim.collectives.schedule import COLLECTIVES, I64, Schedule
 from sim.errors import NpuSimError
 from sim.fabric import (
     FORWARD,
@@ -76,12 +77,13 @@ from sim.fabric import (
     Network,
     SymmetricLog,
     build_network,
+    distinct,
     hbm_default,
     link_maps,
     link_orbit_minima,
     time_representatives,
 )
-from sim.limits import ops_budget
+from sim.limits import memory_budget_bytes, ops_budget
 from sim.oplog import OpLog
 from sim.topology import Topology, dimensions_of
 
@@ -121,14 +123,20 @@ def _replay(
             f"{int(end[e] + lats[engine[e]])} ps: it uses data before it arrived"
         )
     reps = orb.reps
-    pieces = len(sub.bounds) - 1
+    sub_lo, sub_hi = np.asarray(sub.lo, dtype=np.int64), np.asarray(sub.hi, dtype=np.int64)
+    q_sub = np.asarray(q.q_sub, dtype=np.int64)
+    at = np.asarray(sub.bounds, dtype=np.int64)
+    bounds = _refined(at, sub_lo, sub_hi, q_sub[cons], q_sub[t_of], len(reps) * p)
+    pieces = len(bounds) - 1
     state = np.zeros((len(reps), pieces, p), dtype=np.int8)
     state[np.arange(len(reps)), :, reps] = 1
     times = end[first]  # a send is read when its first hop ends
     order = np.lexsort((np.arange(n), (kind == TRANSFER).astype(np.int64), times))
     row = np.searchsorted(reps, np.asarray(prog.src, dtype=np.int64))
-    lo, hi = sub.lo, sub.hi
+    lo = np.searchsorted(bounds, at[sub_lo]).tolist()  # the ops' ranges in the refined pieces
+    hi = np.searchsorted(bounds, at[sub_hi]).tolist()
     stash: dict[int, np.ndarray] = {}
+    plans: dict[tuple[int, ...], tuple[I64, ...]] = {}  # _realign's, per pair of ranges
     for i in order.tolist():
         si = int(q.q_sub[i])
         if kind[i] == TRANSFER:
@@ -144,15 +152,20 @@ def _replay(
         g = orb.el[orb.to_rep[sp.src[t_sub]]]
         data = stash.get(stand)
         s_sub = int(q.q_sub[stand])
-        if data is None or hi[s_sub] - lo[s_sub] != hi[si] - lo[si]:
+        if data is None:
             raise _Fallback
+        if hi[s_sub] - lo[s_sub] != hi[si] - lo[si]:  # the stand-in's range is cut otherwise
+            key = (lo[s_sub], hi[s_sub], lo[si], hi[si])
+            plan = plans.get(key)
+            if plan is None:
+                plan = plans[key] = _realign_plan(bounds, key[:2], key[2:])
+            data = _realign(data, plan)
         data = data[:, g]
         piece = state[row[i], lo[si] : hi[si]]
         if kind[i] == REDUCTION:
             np.minimum(piece + data, 2, out=piece)
         else:
             piece[:] = data
-    bounds = np.asarray(sub.bounds, dtype=np.int64)
     starts, size = bounds[:-1], np.diff(bounds)
     want = np.ones((len(reps), pieces, p), dtype=np.int8)
     defined = np.ones((len(reps), pieces), dtype=bool)
@@ -174,6 +187,60 @@ def _replay(
     why = input_mismatch(state[r, x], want[r, x])
     lo_e, hi_e = int(bounds[x]), int(bounds[x + 1])
     return wrong, f"chip {int(reps[r])}, elements [{lo_e}, {hi_e}) {why}"
+
+
+def _refined(bounds: I64, lo: I64, hi: I64, cons: I64, stand: I64, width: int) -> I64:
+    """The cuts of the replay's pieces: the sub-schedule's ``bounds`` and, to a fixpoint,
+    every cut inside a stand-in's range carried to the same offset of the range its consumer
+    receives (per sub-program op, ``lo`` and ``hi`` index ``bounds``; ``cons`` the consumers,
+    ``stand`` their stand-ins' transfers). The real data changes where the stand-in's does;
+    the sub-schedule leaves out the messages of other chips that cut it there (an
+    all-gather's parts arrive from many chips). :class:`_Fallback` when the ranges differ in
+    length, or the replay's state (``width`` bytes a piece) would pass the memory budget."""
+    e0, f0 = bounds[lo[cons]], bounds[lo[stand]]
+    length = bounds[hi[stand]] - f0
+    if (bounds[hi[cons]] - e0 != length).any():
+        raise _Fallback
+    cuts = bounds
+    while True:
+        a = np.searchsorted(cuts, f0, side="right")
+        n = np.searchsorted(cuts, f0 + length, side="left") - a
+        at = np.repeat(a - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
+        moved = cuts[at] + np.repeat(e0 - f0, n)
+        more = distinct(np.concatenate([cuts, moved]))
+        if len(more) == len(cuts):
+            return cuts
+        if len(more) * width > memory_budget_bytes() // 2:
+            raise _Fallback  # the general path replays the full log instead
+        cuts = more
+
+
+def _realign(data: npt.NDArray[np.int8], plan: tuple[I64, ...]) -> npt.NDArray[np.int8]:
+    """``data``, the input counts of a stand-in's pieces, as the pieces of the real range of
+    the same length (``plan``: :func:`_realign_plan`): a stand-in moves the image of the real
+    range, which the sub-schedule may cut at other offsets (its other messages' ends fall
+    elsewhere). Each wanted piece takes the counts of the pieces under it, which must agree
+    (else :class:`_Fallback`: a piece would hold two kinds of data)."""
+    first, a, b = plan
+    if len(a) and (data[a] != data[b]).any():
+        raise _Fallback
+    return data[first]
+
+
+def _realign_plan(bounds: I64, have: tuple[int, int], want: tuple[int, int]) -> tuple[I64, ...]:
+    """For :func:`_realign` from the pieces ``have`` (a range of piece indices into
+    ``bounds``) to the pieces ``want``: per wanted piece the first piece of ``have`` under
+    it, and the pairs of pieces under one wanted piece that must agree (every further one
+    with the first)."""
+    h = bounds[have[0] : have[1] + 1] - bounds[have[0]]
+    w = bounds[want[0] : want[1] + 1] - bounds[want[0]]
+    if h[-1] != w[-1]:
+        raise _Fallback
+    first = np.searchsorted(h, w[:-1], side="right") - 1
+    last = np.searchsorted(h, w[1:], side="left") - 1
+    n = last - first
+    a = np.repeat(first, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + 1
+    return first, a, np.repeat(first, n)
 
 
 class OrbitRun(SymmetricRun):
@@ -304,12 +371,14 @@ class OrbitRun(SymmetricRun):
 
 
 #: Algorithms taken here besides the flat ring (their schedules are small; their programs
-#: are not). ``hierarchical`` is not: its direct steps go by offset (ADR 0032), but a
-#: translation of the outer digit changes which part of a reduction the next dimension's
-#: send streams from, so only dimension 0's translations keep it, with spans carried per
-#: dependency (:mod:`sim.fabric.quotient`); it runs on :mod:`sim.collectives.fast_product`
-#: with the others, from its full program.
-SCHEDULED = ("direct",)
+#: are not). ``hierarchical`` and ``tree_ring`` keep only dimension 0's translations (one
+#: rail): a translation of the outer digit changes which part of a reduction the next
+#: dimension's send streams from. Under them a neighbour's transfer stands in with another
+#: range, so the quotient carries the real producer's span per dependency
+#: (:func:`sim.fabric.seen_spans`, ADR 0032) and the replay reads the stand-in's data at the
+#: real range's offsets (:func:`_refined`, :func:`_realign`). The rest (pairwise, trees,
+#: halving-doubling) run on :mod:`sim.collectives.fast_product` from their full programs.
+SCHEDULED = ("direct", "hierarchical", "tree_ring")
 
 
 def orbit_run(

@@ -11,7 +11,9 @@ for each group below, in turn, and the first that passes times the program from 
 representatives. When none passes (a program whose timing is not symmetric: ``pairwise``'s
 lockstep dependencies between disjoint blocks, ADR 0032), the full program runs through the
 event engine as before. ``hierarchical`` and ``tree_ring`` pass with the translations of
-dimension 0 (one rail), the stand-ins' spans carried per dependency.
+dimension 0 (one rail), the stand-ins' spans carried per dependency; ``run_collective``
+takes them (and ``direct``, and the flat ring) through :mod:`sim.collectives.fast_orbit`
+first, which never builds the full program.
 
 Groups tried: the translations of every dimension (one representative chip), the xor of
 chip ids (sizes powers of two: recursive halving and doubling pair chips by xor), the

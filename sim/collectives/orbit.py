@@ -27,6 +27,7 @@ from sim.fabric import (
     digit_translations,
     digit_xors,
     order_rotations,
+    seen_spans,
     stream_geometry,
 )
 from sim.oplog import OpLog
@@ -482,8 +483,10 @@ def orbit_quotient(lay: Layout, orb: Orbits, stand: I64, sched: Schedule) -> Orb
     here = stream_geometry(span[dd, 0], span[dd, 1], span[jj, 0], span[jj, 1])
     sd = q_sub[sub_q[dd]]
     there = stream_geometry(span[sd, 0], span[sd, 1], span[jj, 0], span[jj, 1])
-    whole = not (here == there).all()
-    if whole and here.any():
+    differ = ~(here == there).all(axis=0)  # the stand-in moves another range (a turn) ...
+    whole = bool(differ.any()) and not here.any()  # ... the same when no one needs a part
+    seen = {} if whole else seen_spans(sub_q[dd], dj, span[dd, 0], span[dd, 1], here, differ)
+    if seen is None:
         return None
     into = prog.into or [-1] * n_sub
     pick = q_sub.tolist()
@@ -504,6 +507,7 @@ def orbit_quotient(lay: Layout, orb: Orbits, stand: I64, sched: Schedule) -> Orb
         span=[(0, 0)] * len(pick) if whole else [prog.span[i] for i in pick],
         into=q_into if any(x >= 0 for x in q_into) else [],
         lane=[prog.lane[i] for i in pick] if any(prog.lane) else [],
+        seen_span=seen,
     )
     return OrbitQuotient(quotient, sub, sub_q, sub_full, q_sub, whole)
 

@@ -414,7 +414,7 @@ def _try(
     there = _geometry(ops.lo[phi[d]], ops.hi[phi[d]], ops.lo[j], ops.hi[j])
     differ = ~(here == there).all(axis=0)  # the stand-in moves another range (a turn) ...
     whole = bool(differ.any()) and not here.any()  # ... the same when no one needs a part
-    seen = {} if whole else _seen_spans(ops, d, j, phq, qidx, here, differ)
+    seen = {} if whole else seen_spans(phq[d], qidx[j], ops.lo[d], ops.hi[d], here, differ)
     if seen is None:
         return None
     checked = {} if checked is None else checked
@@ -509,18 +509,19 @@ def _link_reps(lay: _Layout, el: I64, nlinks: int) -> I64 | None:
     return rep
 
 
-def _seen_spans(
-    ops: _Ops, d: I64, j: I64, phq: I64, qidx: I64, here: I64, differ: npt.NDArray[np.bool_]
+def seen_spans(
+    qd: I64, qj: I64, lo: I64, hi: I64, here: I64, differ: npt.NDArray[np.bool_]
 ) -> dict[tuple[int, int], tuple[int, int]] | None:
-    """Per quotient dependency whose stand-in moves another range than the real producer:
-    the real producer's span, as the dependent sees it (``FabricProgram.seen_span``), so the
-    streaming rule reads the real geometry (ADR 0032). None when two real producers of one
-    dependent share a stand-in but not a geometry (one edge of the quotient cannot say both).
-    """
+    """Per quotient dependency (stand-in ``qd`` of a real producer of span ``[lo, hi)``,
+    dependent ``qj``, both quotient indices) whose stand-in moves another range than the
+    real producer (``differ``): the real producer's span, as the dependent sees it
+    (``FabricProgram.seen_span``), so the streaming rule reads the real geometry (ADR 0032).
+    ``here``: the real geometry per dependency (:func:`stream_geometry`). None when two real
+    producers of one dependent share a stand-in but not a geometry (one edge of the quotient
+    cannot say both)."""
     if not differ.any():  # every stand-in's span reads as the real one's
         return {}
-    qd, qj = phq[d], qidx[j]
-    key = qd * (int(qidx.max(initial=0)) + 1) + qj
+    key = qd * (int(qj.max(initial=0)) + 1) + qj
     order = np.lexsort((key,))
     k, h = key[order], here[:, order]
     same_key = k[1:] == k[:-1]
@@ -528,8 +529,8 @@ def _seen_spans(
         return None
     pick = np.flatnonzero(differ)
     return {
-        (int(a), int(b)): (int(lo), int(hi))
-        for a, b, lo, hi in zip(qd[pick], qj[pick], ops.lo[d[pick]], ops.hi[d[pick]], strict=True)
+        (int(a), int(b)): (int(x), int(y))
+        for a, b, x, y in zip(qd[pick], qj[pick], lo[pick], hi[pick], strict=True)
     }
 
 
@@ -545,7 +546,7 @@ def _quotient_program(
     stand-ins' quotient indices (their accumulators are their own chip's); ``whole``: every
     span unknown (``(0, 0)``: the streaming rule reads none, as no dependency of the real
     program needs part of one); ``seen``: per quotient dependency whose stand-in moves
-    another range, the real producer's span (:func:`_seen_spans`)."""
+    another range, the real producer's span (:func:`seen_spans`)."""
     pick = q_ops.tolist()
     phq = qidx[phi]
     deps = [tuple(sorted({int(phq[d]) for d in program.deps[i]})) for i in pick]

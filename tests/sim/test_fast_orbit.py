@@ -16,7 +16,14 @@ import pytest
 from sim import load_topology
 from sim.collectives import collective_metrics, run_collective
 from sim.collectives.catalog import build_schedule
-from sim.collectives.fast_orbit import OrbitRun, _replay
+from sim.collectives.fast_orbit import (
+    OrbitRun,
+    _Fallback,
+    _realign,
+    _realign_plan,
+    _refined,
+    _replay,
+)
 from sim.collectives.fast_product import QuotientRun
 from sim.collectives.run import run_schedule
 from sim.fabric import build_network
@@ -154,3 +161,78 @@ def test_a_given_chunk_size_is_the_one_timed(algorithm: str) -> None:
     ref = run_schedule(sched, net)
     assert _sha(run.log) == _sha(ref.log)
     assert collective_metrics(run) == collective_metrics(ref)
+
+
+def _h100(outer: int) -> object:
+    """h100-sxm-8x4 with ``outer`` nodes and the neutral runtime: 18 NVSwitch lanes, so every
+    message of the hierarchical algorithms is cut over the lanes at offsets of its own."""
+    topo = load_topology("h100-sxm-8x4")
+    dims = [dict(d) for d in topo.to_dict()["chips"]["dimensions"]]  # type: ignore[attr-defined]
+    dims[1]["size"] = outer
+    return topo.replace_dimensions(dims).replace_collectives(  # type: ignore[attr-defined]
+        launch_ns=None, step_sync_ns=None, channels=None, protocol=None, protocols=None
+    )
+
+
+@pytest.mark.parametrize(
+    ("collective", "algorithm"),
+    [
+        ("allreduce", "hierarchical"),
+        ("reduce_scatter", "hierarchical"),
+        ("all_gather", "hierarchical"),
+        ("allreduce", "tree_ring"),
+    ],
+)
+@pytest.mark.parametrize("topo_name", ["npu 2", "npu 4", "h100 2", "h100 4"])
+def test_hierarchical_and_tree_ring_are_timed_from_one_rail(
+    collective: str, algorithm: str, topo_name: str
+) -> None:
+    """hierarchical and tree_ring keep only the translations of dimension 0 (one rail), and
+    under them a neighbour's transfer stands in with another range: the quotient carries the
+    real producer's span per dependency (FabricProgram.seen_span) and the replay takes the
+    stand-in's data at the offsets of the real range (_refined, _realign: h100's lanes cut
+    every message at offsets of its own, and an all-gather's parts arrive from chips the
+    sub-schedule leaves out). The log, the metrics and #wrong are the event engine's."""
+    name, outer = topo_name.split()
+    topo = _two_level(8, int(outer)) if name == "npu" else _h100(int(outer))
+    nbytes = 1 << 18
+    run = run_collective(topo, nbytes, algorithm, collective)  # type: ignore[arg-type]
+    assert isinstance(run, OrbitRun)
+    assert run.group.order == 8  # one rail: chip 0 of every node stands for its node
+    assert len(run.log.rep) * 8 == len(run.log)  # type: ignore[attr-defined]
+    net = build_network(topo)  # type: ignore[arg-type]
+    sched = build_schedule(topo, nbytes, algorithm, collective, network=net)  # type: ignore[arg-type]
+    ref = run_schedule(sched, net)
+    assert _sha(run.log) == _sha(ref.log)
+    assert run.wrong == ref.wrong == 0
+    assert collective_metrics(run) == collective_metrics(ref)
+
+
+def test_realign_takes_the_stand_ins_counts_at_the_real_offsets() -> None:
+    """Pieces [0, 2) [2, 3) [3, 5) of a stand-in, read as the pieces [5, 8) [8, 10) of a
+    range as long: the first wanted piece lies over two stand-in pieces, which must agree;
+    where they do not, that piece would hold two kinds of data and the replay falls back."""
+    bounds = np.asarray([0, 2, 3, 5, 8, 10], dtype=np.int64)
+    data = np.asarray([[1, 0], [1, 0], [0, 1]], dtype=np.int8)
+    got = _realign(data, _realign_plan(bounds, (0, 3), (3, 5)))
+    assert got.tolist() == [[1, 0], [0, 1]]
+    mixed = np.asarray([[1, 0], [1, 1], [0, 1]], dtype=np.int8)
+    with pytest.raises(_Fallback):
+        _realign(mixed, _realign_plan(bounds, (0, 3), (3, 5)))
+    with pytest.raises(_Fallback):  # not as long
+        _realign_plan(bounds, (0, 3), (3, 4))
+
+
+def test_refined_carries_a_stand_ins_cuts_to_its_consumer_to_a_fixpoint() -> None:
+    """Op 0 moves [0, 8) (cut at 3) and stands in for the transfer op 1 consumes ([8, 16));
+    op 1 stands in for op 2's ([16, 24)): the cut at 3 reaches 11, and then 19. Ranges of
+    different lengths cannot stand for each other."""
+    bounds = np.asarray([0, 3, 8, 16, 24], dtype=np.int64)
+    lo, hi = np.asarray([0, 2, 3]), np.asarray([2, 3, 4])
+    cons, stand = np.asarray([1, 2]), np.asarray([0, 1])
+    got = _refined(bounds, lo, hi, cons, stand, 1)
+    assert got.tolist() == [0, 3, 8, 11, 16, 19, 24]
+    with pytest.raises(_Fallback):
+        _refined(
+            bounds, np.asarray([0, 1]), np.asarray([2, 4]), np.asarray([1]), np.asarray([0]), 1
+        )

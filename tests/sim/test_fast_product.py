@@ -67,7 +67,8 @@ def test_hierarchical_is_timed_from_one_rail_with_the_spans_its_stand_ins_stand_
     range, and the quotient tells each such dependent the real producer's span
     (FabricProgram.seen_span, ADR 0032). The log is the event engine's."""
     topo = _two_level(2)
-    run = run_collective(topo, 1 << 18, "hierarchical", "allreduce")  # type: ignore[arg-type]
+    # (run_collective takes sim.collectives.fast_orbit first, which builds no full program)
+    run = product_run(topo, 1 << 18, "hierarchical", "allreduce", None)  # type: ignore[arg-type]
     assert isinstance(run, QuotientRun) and run.quotient is not None
     assert run.quotient.group.name == "translations of dimensions [0]"
     assert run.quotient.program.seen_span  # the case it is for
@@ -92,7 +93,7 @@ def test_tree_ring_is_timed_from_one_rail() -> None:
     (chip i of every node) runs the same tree, so the translations of dimension 0 keep the
     program: one rail (chip 0 of every node) stands for all."""
     topo = _two_level(4)
-    run = run_collective(topo, 1 << 18, "tree_ring", "allreduce")  # type: ignore[arg-type]
+    run = product_run(topo, 1 << 18, "tree_ring", "allreduce", None)  # type: ignore[arg-type]
     assert isinstance(run, QuotientRun) and run.quotient is not None
     assert run.quotient.group.name == "translations of dimensions [0]"
     ref = _event(topo, 1 << 18, "tree_ring", "allreduce")

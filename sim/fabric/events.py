@@ -141,7 +141,10 @@ def simulate_events(
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
     spans = program.span
-    seen = program.seen_span
+    # a quotient's stand-ins: per producer, what each dependent sees of the op it stands for
+    seen: defaultdict[int, dict[int, tuple[int, int]]] = defaultdict(dict)
+    for (d, j), span in program.seen_span.items():
+        seen[d][j] = span
 
     def produced(i: int, begin: int, end: int, grain: int, now: int) -> None:
         """Op ``i`` delivers its span linearly from ``begin`` to ``end`` at the consumer's side:
@@ -150,9 +153,10 @@ def simulate_events(
         last hop): no dependent starts before that (ADR 0031), so nothing is due in the past."""
         lo, hi = spans[i]
         width = hi - lo
+        sees = seen.get(i)
         for j in dependents[i]:
-            if seen:  # a quotient's stand-in: what j sees of the op it stands for
-                lo, hi = seen.get((i, j), spans[i])
+            if sees is not None:  # a quotient's stand-in: what j sees of the op it stands for
+                lo, hi = sees.get(j, spans[i])
                 width = hi - lo
             x, y = spans[j]
             if width > 0 and y > x and (x > lo or y < hi):  # j needs part of i's span

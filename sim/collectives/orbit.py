@@ -26,6 +26,7 @@ from sim.fabric import (
     Network,
     digit_translations,
     digit_xors,
+    distinct,
     order_rotations,
     seen_spans,
     stream_geometry,
@@ -173,28 +174,23 @@ def schedule_layout(schedule: Schedule) -> Layout | None:
     """Any schedule as a :class:`Layout`, or None when a step's messages are cut into
     different numbers of chunks or one lands elsewhere (``Message.at``)."""
     bpe, chunk, depth = schedule.bytes_per_element, schedule.chunk_bytes, schedule.depth
-    cut: dict[int, int] = {}
-    cols: list[list[int]] = [[] for _ in range(8)]
-    ks = []
-    for s, step in enumerate(schedule.steps):
-        k = -1
-        for msg in step:
-            if msg.at is not None:
-                return None
-            size = msg.hi - msg.lo
-            if size not in cut:
-                cut[size] = len(chunks(0, size, bpe, chunk, depth))
-            if k >= 0 and cut[size] != k:
-                return None
-            k = cut[size]
-            for col, v in zip(
-                cols,
-                (s, msg.src, msg.dst, msg.lo, msg.hi, msg.reduce, msg.fresh, msg.lane),
-                strict=True,
-            ):
-                col.append(int(v))
-        ks.append(max(k, 0))
-    a = [np.asarray(c, dtype=np.int64) for c in cols]
+    rows = [
+        (s, m.src, m.dst, m.lo, m.hi, m.reduce, m.fresh, m.lane, m.at is not None)
+        for s, step in enumerate(schedule.steps)
+        for m in step
+    ]
+    a = np.ascontiguousarray(np.asarray(rows, dtype=np.int64).reshape(-1, 9).T)
+    if a[8].any():
+        return None
+    size = a[4] - a[3]
+    sizes = distinct(size)
+    cut = np.asarray([len(chunks(0, int(z), bpe, chunk, depth)) for z in sizes], np.int64)
+    k = cut[np.searchsorted(sizes, size)]
+    nsteps = len(schedule.steps)
+    ks = np.zeros(nsteps, dtype=np.int64)
+    ks[a[0]] = k  # every message's count; they must agree within a step
+    if (ks[a[0]] != k).any():
+        return None
     return Layout(
         a[0],
         a[1],
@@ -204,7 +200,7 @@ def schedule_layout(schedule: Schedule) -> Layout | None:
         a[5].astype(bool),
         a[6].astype(bool),
         a[7],
-        np.asarray(ks, dtype=np.int64),
+        ks,
         schedule.shares,
     )
 
@@ -250,18 +246,12 @@ def message_images(lay: Layout, p: int, el: I64, e: I64) -> I64 | None:
     return img
 
 
-def _distinct(x: I64) -> I64:
-    """The distinct values of ``x``, sorted."""
-    y = np.sort(x)
-    return y[np.r_[True, y[1:] != y[:-1]]] if len(y) else y
-
-
 def _pieces_map(lay: Layout, img: I64) -> bool:
     """Whether the ranges map onto their images' by one permutation of pieces (cut at every
     range's ends), in order inside each range and size for size: then a permutation of the
     elements maps every range onto its image's, chunk cuts included (equal sizes are cut
     alike)."""
-    cuts = _distinct(np.concatenate([lay.lo, lay.hi]))
+    cuts = distinct(np.concatenate([lay.lo, lay.hi]))
     size = np.diff(cuts)
     pa, pb = np.searchsorted(cuts, lay.lo), np.searchsorted(cuts, lay.hi)
     if not (pb - pa == (pb - pa)[img]).all():
@@ -272,8 +262,8 @@ def _pieces_map(lay: Layout, img: I64) -> bool:
     image = np.repeat(pa[img], n) + at
     if not (size[piece] == size[image]).all():
         return False
-    pairs = _distinct(piece * len(cuts) + image)
-    return len(_distinct(pairs // len(cuts))) == len(pairs) == len(_distinct(pairs % len(cuts)))
+    pairs = distinct(piece * len(cuts) + image)
+    return len(distinct(pairs // len(cuts))) == len(pairs) == len(distinct(pairs % len(cuts)))
 
 
 def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteTable) -> bool:
@@ -289,7 +279,7 @@ def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteT
             (lay.hi[img] - lay.lo[img] == lay.hi - lay.lo).all()
             and (lay.reduce[img] == lay.reduce).all()
             and (lay.fresh[img] == lay.fresh).all()
-            and len(_distinct(img[: lay.head])) == lay.head
+            and len(distinct(img[: lay.head])) == lay.head
         )
         if not same:
             return False
@@ -297,7 +287,7 @@ def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteT
             return False
     p, h = net.chips, lay.head
     lanes = int(lay.lane.max(initial=0)) + 1
-    trip = _distinct((lay.src[:h] * p + lay.dst[:h]) * lanes + lay.lane[:h])
+    trip = distinct((lay.src[:h] * p + lay.dst[:h]) * lanes + lay.lane[:h])
     a, b, lane = trip // lanes // p, trip // lanes % p, trip % lanes
     hops = rt.hops[a, b]
     width = rt.links0.shape[2]

@@ -1,5 +1,7 @@
-"""The flat ring on a product of switch / fully connected dimensions, timed from one node's
-ops generated directly: the full schedule is held as arrays, the full program never built.
+"""Collectives on a product of switch / fully connected dimensions timed from
+representatives' ops generated directly: the flat ring from one node's, ``direct`` from one
+chip's, ``hierarchical`` and ``tree_ring`` from one rail's (:data:`SCHEDULED`). The full
+schedule is held as arrays, the full program never built.
 
 **The group.** The flat ring's order is a reflected Gray code of the chips' digits
 (:func:`sim.fabric.dimensions.gray_order`): node ``j`` is swept the other way from node
@@ -32,9 +34,10 @@ chips and links). **Metrics** in closed form: every link's load is its represent
 link's, every chip's its representative's. **``#wrong``** is the replay of the
 representatives' ops in time order on counts of inputs per piece (0, 1, 2 for "more than
 once"): a receive takes what its stand-in's sender held when it left, inputs relabelled
-by the element that took the real sender there; each piece must hold what the collective
-defines, on every chip (``|G|`` times the representatives'), and no op may use data
-before it arrived.
+by the element that took the real sender there, at the real range's offsets (the pieces
+are the sub-schedule's, refined by every stand-in's cuts: :func:`_refined`); each piece
+must hold what the collective defines, on every chip (``|G|`` times the
+representatives'), and no op may use data before it arrived.
 """
 
 from __future__ import annotations
@@ -220,7 +223,9 @@ def _realign(data: npt.NDArray[np.int8], plan: tuple[I64, ...]) -> npt.NDArray[n
     the same length (``plan``: :func:`_realign_plan`): a stand-in moves the image of the real
     range, which the sub-schedule may cut at other offsets (its other messages' ends fall
     elsewhere). Each wanted piece takes the counts of the pieces under it, which must agree
-    (else :class:`_Fallback`: a piece would hold two kinds of data)."""
+    (else :class:`_Fallback`: a piece would hold two kinds of data). On the pieces of
+    :func:`_refined` each wanted piece lies inside one stand-in piece, so the check costs
+    nothing there; it keeps the step safe on any coarser cut."""
     first, a, b = plan
     if len(a) and (data[a] != data[b]).any():
         raise _Fallback
@@ -244,8 +249,8 @@ def _realign_plan(bounds: I64, have: tuple[int, int], want: tuple[int, int]) -> 
 
 
 class OrbitRun(SymmetricRun):
-    """A :class:`SymmetricRun` of the flat ring on a product of dimensions, timed from one
-    node's ops (module docstring); ``schedule``, ``compiled`` and ``final`` are built when
+    """A :class:`SymmetricRun` of a collective on a product of dimensions, timed from its
+    representatives' ops (module docstring); ``schedule``, ``compiled`` and ``final`` are built when
     asked, for the sizes where the full program fits."""
 
     algorithm: str

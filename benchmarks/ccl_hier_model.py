@@ -60,7 +60,7 @@ def draw(rng: np.random.Generator) -> tuple[tuple[DimensionConfig, ...], str, st
     return tuple(dims), algorithm, collective, nbytes
 
 
-def model_check(n: int, seed: int) -> None:
+def model_check(n: int, seed: int, worst: int = 5) -> None:
     rng = np.random.default_rng(seed)
     errs, texts, rows = [], [], []
     beaten = wrong = 0
@@ -77,7 +77,13 @@ def model_check(n: int, seed: int) -> None:
         errs.append(err)
         texts.append(m.textbook_ps / run.time_ps - 1)
         name = "x".join(f"{d.shape[0]}{d.size}" for d in dims)
-        rows.append((abs(err), f"{name:12s} {algorithm:12s} {collective:14s} {nbytes:>9d} B"))
+        rows.append(
+            (
+                abs(err),
+                f"{name:12s} {algorithm:12s} {collective:14s} {nbytes:>9d} B  "
+                f"model / sim {m.time_ps / run.time_ps:.3f}",
+            )
+        )
     e, t = np.abs(errs), np.abs(texts)
     print(
         f"# per-dimension model vs simulator: {n} configs, seed {seed}, "
@@ -91,9 +97,14 @@ def model_check(n: int, seed: int) -> None:
             f"| {label} | {q[0]:.1f} % | {q[1]:.1f} % | {q[2]:.1f} % | {q[3]:.1f} % | "
             f"{x.mean() * 100:.1f} % | {(x <= 0.05).mean() * 100:.0f} % |"
         )
-    print(f"\nruns with #wrong > 0: {wrong}; runs faster than their lower bound: {beaten}")
+    logs = np.abs(np.log1p(np.asarray(errs)))
+    print(f"\ngeomean |log(sim / model)|: {np.expm1(logs.mean()) * 100:.2f} %")
+    for algorithm in ("hierarchical", "tree_ring"):
+        mine = [x for x, (_e, text) in zip(logs, rows, strict=True) if f" {algorithm} " in text]
+        print(f"  {algorithm}: {np.expm1(np.mean(mine)) * 100:.2f} % over {len(mine)}")
+    print(f"runs with #wrong > 0: {wrong}; runs faster than their lower bound: {beaten}")
     print("worst configs (|model/sim - 1|):")
-    for err, text in sorted(rows, reverse=True)[:5]:
+    for err, text in sorted(rows, reverse=True)[:worst]:
         print(f"  {err * 100:5.1f} %  {text}")
 
 
@@ -130,8 +141,9 @@ def main() -> None:
     ap.add_argument("n", nargs="?", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-preset", action="store_true")
+    ap.add_argument("--worst", type=int, default=5, help="list this many of the worst configs")
     args = ap.parse_args()
-    model_check(args.n, args.seed)
+    model_check(args.n, args.seed, args.worst)
     if not args.no_preset:
         preset_table()
 

@@ -379,9 +379,10 @@ class OrbitRun(SymmetricRun):
 #: are not). ``hierarchical`` and ``tree_ring`` keep only dimension 0's translations (one
 #: rail): a translation of the outer digit changes which part of a reduction the next
 #: dimension's send streams from. Under them a neighbour's transfer stands in with another
-#: range, so the quotient carries the real producer's span per dependency
-#: (:func:`sim.fabric.seen_spans`, ADR 0032) and the replay reads the stand-in's data at the
-#: real range's offsets (:func:`_refined`, :func:`_realign`). The rest (pairwise, trees,
+#: range: a dependent that needs part of it would be told the real producer's span
+#: (:func:`sim.fabric.seen_spans`, ADR 0032; none does since ADR 0034, whose disjoint
+#: dependencies carry no data) and the replay reads the stand-in's data at the real range's
+#: offsets (:func:`_refined`, :func:`_realign`). The rest (pairwise, trees,
 #: halving-doubling) run on :mod:`sim.collectives.fast_product` from their full programs.
 SCHEDULED = ("direct", "hierarchical", "tree_ring")
 

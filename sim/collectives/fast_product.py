@@ -8,10 +8,11 @@ of the whole network (a ring dimension is not tried here: its half-ring tie is A
 and another change's). Whether a collective's *program* maps onto itself, ties included,
 depends on the algorithm's message order; :mod:`sim.fabric.quotient` checks it op by op
 for each group below, in turn, and the first that passes times the program from its
-representatives. When none passes (a program whose timing is not symmetric: ``pairwise``'s
-lockstep dependencies between disjoint blocks, ADR 0032), the full program runs through the
-event engine as before. ``hierarchical`` and ``tree_ring`` pass with the translations of
-dimension 0 (one rail), the stand-ins' spans carried per dependency; ``run_collective``
+representatives. When none passes, the full program runs through the event engine as
+before. ``pairwise`` passes with every translation (one chip stands for all): its lockstep
+dependencies join disjoint blocks and carry no data, so the streaming rule reads no offset
+of them (ADR 0034). ``hierarchical`` and ``tree_ring`` pass with the translations of
+dimension 0 (one rail); ``run_collective``
 takes them (and ``direct``, and the flat ring) through :mod:`sim.collectives.fast_orbit`
 first, which never builds the full program.
 

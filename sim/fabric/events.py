@@ -150,7 +150,9 @@ def simulate_events(
         """Op ``i`` delivers its span linearly from ``begin`` to ``end`` at the consumer's side:
         a dependent may start as soon as the part it needs first is coming, and cannot end
         before one burst after ``end``. ``i`` is decided at ``now`` (it starts, a transfer its
-        last hop): no dependent starts before that (ADR 0031), so nothing is due in the past."""
+        last hop): no dependent starts before that (ADR 0031), so nothing is due in the past.
+        A dependent whose span shares no element with ``i``'s needs no part of it (an order,
+        not data: ADR 0034) and may start once ``i``'s first burst is in."""
         lo, hi = spans[i]
         width = hi - lo
         sees = seen.get(i)
@@ -159,7 +161,7 @@ def simulate_events(
                 lo, hi = sees.get(j, spans[i])
                 width = hi - lo
             x, y = spans[j]
-            if width > 0 and y > x and (x > lo or y < hi):  # j needs part of i's span
+            if width > 0 and x < hi and lo < y and (x > lo or y < hi):  # j needs part of i's span
                 a = max(x, lo) - lo
                 if a >= min(y, hi) - lo:
                     a = 0

@@ -303,7 +303,7 @@ def _geometry(lo: I64, hi: I64, x: I64, y: I64) -> I64:
     """What the streaming rule reads of a producer's span ``[lo, hi)`` and a dependent's
     ``[x, y)`` (:func:`sim.fabric.events.simulate_events`, ``produced``), as columns."""
     width = hi - lo
-    part = (width > 0) & (y > x) & ((x > lo) | (y < hi))
+    part = (width > 0) & (x < hi) & (lo < y) & ((x > lo) | (y < hi))
     a = np.maximum(x, lo) - lo
     a = np.where(a >= np.minimum(y, hi) - lo, 0, a)
     off = np.maximum(x, lo) - x

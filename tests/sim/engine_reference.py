@@ -153,7 +153,7 @@ def simulate_events(
         width = hi - lo
         for j in dependents[i]:
             x, y = spans[j]
-            if width > 0 and y > x and (x > lo or y < hi):  # j needs part of i's span
+            if width > 0 and x < hi and lo < y and (x > lo or y < hi):  # part of i (ADR 0034)
                 a = max(x, lo) - lo
                 if a >= min(y, hi) - lo:
                     a = 0

@@ -30,6 +30,8 @@ The rules, as this oracle applies them:
    itself starts (a transfer: its last hop), when its delivery is known (ADR 0031: nothing
    is due in the past, so no link or engine is taken after it has served someone later);
    it cannot end before one burst after the last byte of every input (``last + grain``).
+   A consumer whose span shares no element with its producer's (a blocking step's order,
+   ADR 0034) needs no part of it: it may start once the first burst is there.
    The latency added is the last hop's link's.
 3. **Staging buffers.** A transfer that a later op consumes takes one of its (sender,
    receiver, lane) connection's ``staging_buffers`` before it starts, first come, first
@@ -159,7 +161,7 @@ def reference(net: Network, program: FabricProgram, *, contention: bool = True) 
         lo, hi = program.span[i]
         for j in users[i]:
             x, y = program.span[j]
-            if hi > lo and y > x and (x > lo or y < hi):  # j needs a part of i's span
+            if hi > lo and x < hi and lo < y and (x > lo or y < hi):  # j needs a part of i's
                 at = max(x, lo) - lo
                 if at >= min(y, hi) - lo:
                     at = 0

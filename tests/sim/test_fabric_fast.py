@@ -326,6 +326,29 @@ def test_a_dependent_sees_the_span_seen_span_gives_it() -> None:
     assert not simulate_fabric(net, program((5000, 7000), False)).equals(real)
 
 
+def test_a_dependent_that_needs_none_of_its_producer_waits_for_its_first_burst() -> None:
+    """A dependency between disjoint spans carries no data (a blocking step's order, ADR
+    0034): the dependent starts one burst after its producer's delivery begins and ends no
+    earlier than it, whether its span lies below the producer's or above it. (Before ADR
+    0034 a span below started with the producer, one burst early: the rule read the absolute
+    offsets, so a translation that moved a block past the end of the vector changed times.)"""
+    net = build_network(_topo("fully_connected", 3))
+
+    def program(dependent_span: tuple[int, int]) -> FabricProgram:
+        prog = FabricProgram()
+        first = prog.add(TRANSFER, 1, 0, 4_000_000, 0, (), hbm=0, span=(1000, 2000))
+        prog.add(TRANSFER, 0, 2, 2_000_000, 1, (first,), hbm=0, span=dependent_span)
+        return prog
+
+    below, above = program((0, 500)), program((3000, 3500))
+    for timed in (simulate_fabric, reference):
+        low, high = timed(net, below), timed(net, above)
+        assert low.equals(high), timed
+        producer_starts, dependent_starts = (int(x) for x in low.start[:2])
+        assert dependent_starts > producer_starts + net.latency_ps  # its first burst is in
+        assert int(low.end[1]) >= int(low.end[0]) + net.latency_ps  # not before it is all in
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_distinct_is_np_unique(seed: int) -> None:
     """sim.fabric.distinct: np.unique's sorted distinct values, by one sort."""

@@ -188,8 +188,7 @@ def test_hierarchical_and_tree_ring_are_timed_from_one_rail(
     collective: str, algorithm: str, topo_name: str
 ) -> None:
     """hierarchical and tree_ring keep only the translations of dimension 0 (one rail), and
-    under them a neighbour's transfer stands in with another range: the quotient carries the
-    real producer's span per dependency (FabricProgram.seen_span) and the replay takes the
+    under them a neighbour's transfer stands in with another range: the replay takes the
     stand-in's data at the offsets of the real range (_refined, _realign: h100's lanes cut
     every message at offsets of its own, and an all-gather's parts arrive from chips the
     sub-schedule leaves out). The log, the metrics and #wrong are the event engine's."""

@@ -60,32 +60,36 @@ def test_quotient_log_is_the_event_engines(collective: str, algorithm: str, oute
     assert run.wrong == ref.wrong == 0  # type: ignore[attr-defined]
 
 
-def test_hierarchical_is_timed_from_one_rail_with_the_spans_its_stand_ins_stand_for() -> None:
-    """hierarchical: a translation of the outer digit changes which part of dimension 0's
-    reduction a dimension-1 send streams from (a real asymmetry), so only the translations of
-    dimension 0 keep the program; under them a neighbour's transfer stands in with another
-    range, and the quotient tells each such dependent the real producer's span
-    (FabricProgram.seen_span, ADR 0032). The log is the event engine's."""
+def test_hierarchical_is_timed_from_one_rail() -> None:
+    """hierarchical: only the translations of dimension 0 keep the program (ADR 0032), so one
+    rail stands for all. Its stand-ins need no span of their own since ADR 0034 (the
+    dependencies that read offsets were between disjoint blocks, which carry no data), so
+    the quotient carries none; the log is the event engine's."""
     topo = _two_level(2)
     # (run_collective takes sim.collectives.fast_orbit first, which builds no full program)
     run = product_run(topo, 1 << 18, "hierarchical", "allreduce", None)  # type: ignore[arg-type]
     assert isinstance(run, QuotientRun) and run.quotient is not None
     assert run.quotient.group.name == "translations of dimensions [0]"
-    assert run.quotient.program.seen_span  # the case it is for
+    assert not run.quotient.program.seen_span
     ref = _event(topo, 1 << 18, "hierarchical", "allreduce")
     assert _sha(run.log) == _sha(ref.log)  # type: ignore[attr-defined]
     assert run.wrong == ref.wrong == 0  # type: ignore[attr-defined]
 
 
-def test_asymmetric_streaming_falls_back_to_the_event_engine() -> None:
-    """pairwise: its lockstep dependencies join disjoint blocks, and the streaming rule reads
-    their absolute offsets, which every translation moves: the checks must refuse every
-    group, and the log stays exact."""
-    topo = _two_level(2)
+@pytest.mark.parametrize("outer", [2, 4])
+def test_pairwise_is_timed_from_one_chip(outer: int) -> None:
+    """pairwise: its lockstep dependencies join disjoint blocks and carry no data, so the
+    streaming rule reads no offsets of them (ADR 0034) and every translation of the digits
+    keeps the program: one chip stands for all (ADR 0032's peers by digit-wise offset). The
+    log is the event engine's, on a step that wraps past the end of the vector too."""
+    topo = _two_level(outer)
     run = run_collective(topo, 1 << 18, "pairwise", "alltoall")  # type: ignore[arg-type]
-    assert isinstance(run, QuotientRun) and run.quotient is None
+    assert isinstance(run, QuotientRun) and run.quotient is not None
+    assert run.quotient.group.name == "translations of dimensions [0, 1]"
+    assert len(run.quotient.reps) == 1
     ref = _event(topo, 1 << 18, "pairwise", "alltoall")
     assert _sha(run.log) == _sha(ref.log)  # type: ignore[attr-defined]
+    assert run.wrong == ref.wrong == 0  # type: ignore[attr-defined]
 
 
 def test_tree_ring_is_timed_from_one_rail() -> None:

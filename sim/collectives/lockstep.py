@@ -12,6 +12,8 @@ chunk).
 
 from __future__ import annotations
 
+import numpy as np
+
 from sim.collectives.compile import Compiled, fabric_program
 from sim.collectives.schedule import Schedule
 from sim.fabric import TRANSFER, FabricProgram
@@ -27,15 +29,33 @@ def compile_schedule(schedule: Schedule) -> Compiled:
 
 def block_steps(prog: FabricProgram) -> None:
     """Make each chip's transfers of step ``s`` depend on its last transfer and its last
-    received chunk of the step before it (module docstring); in place."""
-    last: dict[tuple[int, int], list[int]] = {}  # (chip, step) -> [last send, last receive]
-    for op, (kind, src, step) in enumerate(zip(prog.kind, prog.src, prog.step, strict=True)):
-        last.setdefault((src, step), [-1, -1])[0 if kind == TRANSFER else 1] = op
-    steps = sorted({s for _c, s in last})
-    before = dict(zip(steps[1:], steps, strict=False))
-    for op, (kind, src, step) in enumerate(zip(prog.kind, prog.src, prog.step, strict=True)):
-        if kind != TRANSFER or step not in before:
+    received chunk of the step before it (module docstring); in place.
+
+    "The step before" is the previous step that has any op, on any chip; a chip with no op in
+    it waits for nothing. Found for all ops at once (the last op of each kind per chip and
+    step is the largest id), then merged into each transfer's own dependencies."""
+    n = len(prog)
+    if not n:
+        return
+    kind = np.asarray(prog.kind, dtype=np.int64)
+    src = np.asarray(prog.src, dtype=np.int64)
+    steps, index = np.unique(np.asarray(prog.step, dtype=np.int64), return_inverse=True)
+    width = len(steps)
+    key = src * width + index
+    ops = np.arange(n, dtype=np.int64)
+    sends = kind == TRANSFER
+    last_send = np.full((int(src.max()) + 1) * width, -1, dtype=np.int64)
+    last_recv = np.full_like(last_send, -1)
+    np.maximum.at(last_send, key[sends], ops[sends])
+    np.maximum.at(last_recv, key[~sends], ops[~sends])
+    waiting = np.flatnonzero(sends & (index > 0))
+    before = key[waiting] - 1  # the same chip, the step before
+    deps = prog.deps
+    for op, a, b in zip(
+        waiting.tolist(), last_send[before].tolist(), last_recv[before].tolist(), strict=True
+    ):
+        if a < 0 and b < 0:
             continue
-        waits = [x for x in last.get((src, before[step]), ()) if x >= 0]
-        if waits:
-            prog.deps[op] = tuple(sorted({*prog.deps[op], *waits}))
+        new = {*deps[op], a, b}
+        new.discard(-1)
+        deps[op] = tuple(sorted(new))

@@ -170,3 +170,29 @@ def test_random_schedules_compile_as_the_reference() -> None:
         _same(old, new)
         columns += _columns(schedule, *_plan(schedule)) is not None
     assert 40 <= columns <= 360  # both paths taken
+
+
+def test_blocking_steps_are_the_references_on_random_programs() -> None:
+    """``lockstep.block_steps`` (all ops at once) against the op-by-op reference on random
+    programs: steps with gaps between their numbers, chips idle in a step, copies and
+    reductions among the transfers, dependencies of their own to merge with."""
+    from sim.collectives.lockstep import block_steps
+    from sim.fabric import COPY, REDUCTION, TRANSFER, FabricProgram
+
+    rng = np.random.default_rng(20261206)
+    added = 0
+    for _i in range(300):
+        prog = FabricProgram()
+        for op in range(int(rng.integers(1, 40))):
+            kind = int(rng.choice([TRANSFER, TRANSFER, COPY, REDUCTION]))
+            src, dst = (int(x) for x in rng.integers(0, 5, size=2))
+            deps = tuple(sorted({int(x) for x in rng.integers(0, op, size=2)})) if op else ()
+            step = int(rng.choice([0, 2, 3, 7]))
+            prog.add(kind, src, dst if kind == TRANSFER else src, 8, step, deps)
+        before = list(prog.deps)
+        old = dataclasses.replace(prog, deps=list(before))
+        ref.block_steps(old)
+        block_steps(prog)
+        assert prog.deps == old.deps
+        added += sum(a != b for a, b in zip(prog.deps, before, strict=True))
+    assert added > 1000  # the blocking dependencies were there to find

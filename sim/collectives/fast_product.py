@@ -76,18 +76,20 @@ class QuotientRun(CollectiveRun):
 
 def exact_count(schedule: Schedule, net: Network) -> tuple[int, int]:
     """The program's ops and records, from the schedule's own chunk counts: each message is
-    ``k`` transfers of ``hops`` records and ``k`` consumers."""
+    ``k`` transfers of ``hops`` records and ``k`` consumers (``k`` once per message length,
+    the hops once per pair)."""
     bpe, chunk, depth = schedule.bytes_per_element, schedule.chunk_bytes, schedule.depth
+    k_of: dict[int, int] = {}
+    routes = net.routes
     transfers = records = 0
-    hops: dict[tuple[int, int], int] = {}
     for step in schedule.steps:
         for m in step:
-            k = chunk_count(m.hi - m.lo, bpe, chunk, depth)
-            h = hops.get((m.src, m.dst))
-            if h is None:
-                h = hops[m.src, m.dst] = net.hops(m.src, m.dst)
+            n = m.hi - m.lo
+            k = k_of.get(n)
+            if k is None:
+                k = k_of[n] = chunk_count(n, bpe, chunk, depth)
             transfers += k
-            records += k * (h + 1)
+            records += k * (len(routes[m.src][m.dst]) + 1)
     return 2 * transfers, records
 
 

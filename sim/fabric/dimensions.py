@@ -139,11 +139,27 @@ def build_dimensions(dims: tuple[DimensionConfig, ...]) -> Dimensions:
         for i in g:
             parallel[i] = tuple(g)
 
-    def path(src: int, dst: int) -> list[int]:
-        nodes = [src, *_node_path(dims, strides, switch_of, src, dst)]
-        return [index[uv] for uv in itertools.pairwise(nodes)]
+    # a route is its dimensions' segments in order; each (dimension, from, to digit) once
+    segments: dict[tuple[int, int, int], tuple[int, ...]] = {}
+    switches = [_one(switch_of, k) for k in range(len(dims))]
 
-    routes = tuple(tuple(tuple(path(s, d)) for d in range(p)) for s in range(p))
+    def path(src: int, dst: int) -> tuple[int, ...]:
+        route: tuple[int, ...] = ()
+        at = src
+        for k, stride in enumerate(strides):
+            s = sizes[k]
+            a, b = (at // stride) % s, (dst // stride) % s
+            if a == b:
+                continue
+            got = segments.get((k, at, b))
+            if got is None:
+                nodes = [at, *_node_path(dims[k : k + 1], [stride], switches[k], at, dst)]
+                got = segments[k, at, b] = tuple(index[uv] for uv in itertools.pairwise(nodes))
+            route += got
+            at += (b - a) * stride
+        return route
+
+    routes = tuple(tuple(path(s, d) for d in range(p)) for s in range(p))
     return Dimensions(
         chips=p,
         links=tuple(links),
@@ -152,6 +168,11 @@ def build_dimensions(dims: tuple[DimensionConfig, ...]) -> Dimensions:
         link_bws=tuple(value[uv][1] for uv in links),
         link_latencies_ps=tuple(value[uv][2] for uv in links),
     )
+
+
+def _one(switch_of: dict[tuple[int, int], int], k: int) -> dict[tuple[int, int], int]:
+    """``switch_of`` for dimension ``k`` alone, keyed as the dimension's own index 0."""
+    return {(0, base): node for (d, base), node in switch_of.items() if d == k}
 
 
 def _node_path(

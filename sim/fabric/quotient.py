@@ -249,7 +249,8 @@ class _Ops:
         self.consumes = np.asarray(program.consumes, dtype=np.int64)
         into = program.into or [-1] * n
         self.into = np.asarray(into, dtype=np.int64)
-        span = np.asarray(program.span, dtype=np.int64).reshape(-1, 2)
+        span = np.fromiter(itertools.chain.from_iterable(program.span), np.int64, 2 * n)
+        span = span.reshape(-1, 2)  # (fromiter: a third of asarray's time on pairs)
         self.lo, self.hi = span[:, 0], span[:, 1]
         ndeps = np.fromiter(map(len, program.deps), np.int64, n)
         self.dep_op = np.repeat(np.arange(n, dtype=np.int64), ndeps)
@@ -304,6 +305,8 @@ def _geometry(lo: I64, hi: I64, x: I64, y: I64) -> I64:
     ``[x, y)`` (:func:`sim.fabric.events.simulate_events`, ``produced``), as columns."""
     width = hi - lo
     part = (width > 0) & (x < hi) & (lo < y) & ((x > lo) | (y < hi))
+    if not part.any():  # no dependent needs part of a span (a blocking step's orders)
+        return np.zeros((5, len(part)), dtype=np.int64)
     a = np.maximum(x, lo) - lo
     a = np.where(a >= np.minimum(y, hi) - lo, 0, a)
     off = np.maximum(x, lo) - x

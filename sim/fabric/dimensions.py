@@ -142,6 +142,22 @@ def build_dimensions(dims: tuple[DimensionConfig, ...]) -> Dimensions:
     # a route is its dimensions' segments in order; each (dimension, from, to digit) once
     segments: dict[tuple[int, int, int], tuple[int, ...]] = {}
     switches = [_one(switch_of, k) for k in range(len(dims))]
+    rings: dict[tuple[int, int], tuple[list[int], list[int]]] = {}  # links up, down, twice
+
+    def ring_segment(k: int, base: int, a: int, b: int) -> tuple[int, ...]:
+        """:func:`ring_route`'s links from position ``a`` to ``b`` of a ring dimension's
+        group: a slice of its links going up (or down) twice round."""
+        s, stride = sizes[k], strides[k]
+        got = rings.get((k, base))
+        if got is None:
+            pos = [base + i * stride for i in range(s)]
+            up = [index[pos[i], pos[(i + 1) % s]] for i in range(s)]
+            down = [index[pos[i], pos[(i - 1) % s]] for i in range(s)]
+            got = rings[k, base] = (up + up, down + down)
+        fwd, back = (b - a) % s, (a - b) % s
+        if fwd < back or (fwd == back and a % 2 == 0):
+            return tuple(got[0][a : a + fwd])
+        return tuple(got[1][a + s - back + 1 : a + s + 1][::-1])
 
     def path(src: int, dst: int) -> tuple[int, ...]:
         route: tuple[int, ...] = ()
@@ -151,6 +167,10 @@ def build_dimensions(dims: tuple[DimensionConfig, ...]) -> Dimensions:
             a, b = (at // stride) % s, (dst // stride) % s
             if a == b:
                 continue
+            if dims[k].shape == RING:
+                route += ring_segment(k, at - a * stride, a, b)
+                at += (b - a) * stride
+                continue
             got = segments.get((k, at, b))
             if got is None:
                 nodes = [at, *_node_path(dims[k : k + 1], [stride], switches[k], at, dst)]
@@ -159,7 +179,12 @@ def build_dimensions(dims: tuple[DimensionConfig, ...]) -> Dimensions:
             at += (b - a) * stride
         return route
 
-    routes = tuple(tuple(path(s, d) for d in range(p)) for s in range(p))
+    if len(dims) == 1 and dims[0].shape == RING:  # one ring: each route one slice
+        routes = tuple(
+            tuple(ring_segment(0, 0, a, b) if a != b else () for b in range(p)) for a in range(p)
+        )
+    else:
+        routes = tuple(tuple(path(s, d) for d in range(p)) for s in range(p))
     return Dimensions(
         chips=p,
         links=tuple(links),

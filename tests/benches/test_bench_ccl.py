@@ -150,15 +150,18 @@ def test_run_fails_a_skipped_step(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_run_fails_data_that_skips_a_link(monkeypatch: pytest.MonkeyPatch) -> None:
     """Planted bug: ring routes stop one hop short; the item fails and says the data of a
     transfer skipped a link."""
-    import sim.fabric.dimensions
+    import dataclasses
 
-    real = sim.fabric.dimensions._node_path
+    import sim.fabric.network
 
-    def short(*args: Any) -> list[int]:
-        path = real(*args)
-        return path[:-1] if len(path) > 1 else path
+    real = sim.fabric.network.build_dimensions
 
-    monkeypatch.setattr(sim.fabric.dimensions, "_node_path", short)
+    def short(*args: Any) -> Any:
+        built = real(*args)
+        routes = tuple(tuple(r[:-1] if len(r) > 1 else r for r in row) for row in built.routes)
+        return dataclasses.replace(built, routes=routes)
+
+    monkeypatch.setattr(sim.fabric.network, "build_dimensions", short)
     result = ccl.run(
         {"topology": "ring", "chips": 8, "algorithm": "halving_doubling", "size": 4096}
     )

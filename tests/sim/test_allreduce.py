@@ -17,7 +17,7 @@ from collective_data import inputs, parts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sim.fabric.dimensions
+import sim.fabric.network
 from sim import load_topology
 from sim.collectives import (
     ALGORITHMS,
@@ -158,13 +158,14 @@ def test_data_that_skips_a_link_fails_the_check(monkeypatch: pytest.MonkeyPatch)
     """Planted bug: routes on a ring stop one hop short, so a transfer's data never crosses
     its last link. The replay refuses it: every element is wrong and the message names the
     transfer and says the data skipped a link."""
-    real = sim.fabric.dimensions._node_path
+    real = sim.fabric.network.build_dimensions
 
-    def short(*args: Any) -> list[int]:
-        path = real(*args)
-        return path[:-1] if len(path) > 1 else path
+    def short(*args: Any) -> Any:
+        built = real(*args)
+        routes = tuple(tuple(r[:-1] if len(r) > 1 else r for r in row) for row in built.routes)
+        return dataclasses.replace(built, routes=routes)
 
-    monkeypatch.setattr(sim.fabric.dimensions, "_node_path", short)
+    monkeypatch.setattr(sim.fabric.network, "build_dimensions", short)
     run = allreduce(_topo("ring", 8), 4 * KIB, "halving_doubling")
     assert run.wrong == 8 * 2 * KIB
     assert "skipped a link" in run.problem and "transfer" in run.problem

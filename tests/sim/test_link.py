@@ -66,6 +66,10 @@ def test_ring_tie_goes_by_the_senders_parity() -> None:
     assert ring_route(5, 1, 8) == (4, 3, 2, 1)
     assert ring_route(2, 6, 8) == (3, 4, 5, 6)
     assert ring_route(6, 2, 8) == (7, 0, 1, 2)
+    for p in (2, 3, 4, 7, 8):  # and the network's routes are ring_route's, tie included
+        net = _net("ring", p)
+        for s, d in itertools.permutations(range(p), 2):
+            assert tuple(_endpoints(net, s, d)[1:]) == ring_route(s, d, p)
 
 
 @pytest.mark.parametrize("p", [2, 3, 6])

@@ -49,6 +49,7 @@ import numpy.typing as npt
 
 from sim.collectives.catalog import build_schedule
 from sim.collectives.fast import SymmetricRun, input_mismatch
+from sim.collectives.hierarchical import HIERARCHICAL_ALGORITHMS, hierarchical_messages
 from sim.collectives.orbit import (
     SHAPES,
     Layout,
@@ -412,15 +413,21 @@ def orbit_run(
         groups = groups_for(sizes, net.ring_order())[-1:]
         shares = lay.shares if lay is not None else ()
     else:
+        rows = None
         try:
-            sched = build_schedule(
-                topo, nbytes, str(algorithm), str(collective), chunk_bytes=chunk, network=net
-            )
+            if algorithm in HIERARCHICAL_ALGORITHMS:  # its messages as arrays, no objects
+                sched, rows = hierarchical_messages(
+                    topo, nbytes, str(algorithm), str(collective), chunk_bytes=chunk, network=net
+                )
+            else:
+                sched = build_schedule(
+                    topo, nbytes, str(algorithm), str(collective), chunk_bytes=chunk, network=net
+                )
         except NpuSimError:
             return None  # the general path says why
         if sched.blocking or sched.channels:
             return None
-        lay = schedule_layout(sched)
+        lay = schedule_layout(sched, rows)
         groups = groups_for(sizes)
         shares = sched.shares
     if lay is None or not len(lay.src):

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from sim.collectives.algorithms import split_ranges
 from sim.collectives.compile import Compiled, chunks, fabric_program
-from sim.collectives.schedule import I64, Message, Schedule
+from sim.collectives.schedule import I64, Message, Schedule, message_rows
 from sim.fabric import (
     COPY_STAGE,
     FORWARD,
@@ -170,23 +170,24 @@ def ring_layout(
     )
 
 
-def schedule_layout(schedule: Schedule) -> Layout | None:
+def schedule_layout(schedule: Schedule, rows: I64 | None = None) -> Layout | None:
     """Any schedule as a :class:`Layout`, or None when a step's messages are cut into
-    different numbers of chunks or one lands elsewhere (``Message.at``)."""
+    different numbers of chunks or one lands elsewhere (``Message.at``). ``rows``: its
+    messages as :func:`~sim.collectives.schedule.message_rows` of steps ``0 .. n-1``, each
+    with a message, when ``schedule`` is given without them (its steps are not read then)."""
     bpe, chunk, depth = schedule.bytes_per_element, schedule.chunk_bytes, schedule.depth
-    rows = [
-        (s, m.src, m.dst, m.lo, m.hi, m.reduce, m.fresh, m.lane, m.at is not None)
-        for s, step in enumerate(schedule.steps)
-        for m in step
-    ]
-    a = np.ascontiguousarray(np.asarray(rows, dtype=np.int64).reshape(-1, 9).T)
+    if rows is None:
+        a = message_rows(schedule.steps)
+        nsteps = len(schedule.steps)
+    else:
+        a = rows
+        nsteps = int(a[0, -1]) + 1 if a.shape[1] else 0
     if a[8].any():
         return None
     size = a[4] - a[3]
     sizes = distinct(size)
     cut = np.asarray([len(chunks(0, int(z), bpe, chunk, depth)) for z in sizes], np.int64)
     k = cut[np.searchsorted(sizes, size)]
-    nsteps = len(schedule.steps)
     ks = np.zeros(nsteps, dtype=np.int64)
     ks[a[0]] = k  # every message's count; they must agree within a step
     if (ks[a[0]] != k).any():

@@ -43,6 +43,7 @@ representatives'), and no op may use data before it arrived.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -52,13 +53,13 @@ from sim.collectives.fast import SymmetricRun, input_mismatch
 from sim.collectives.hierarchical import HIERARCHICAL_ALGORITHMS, hierarchical_messages
 from sim.collectives.orbit import (
     SHAPES,
+    Invariance,
     Layout,
     OrbitQuotient,
     Orbits,
     RouteTable,
     expander,
     groups_for,
-    invariant,
     orbit_quotient,
     ring_layout,
     schedule_layout,
@@ -78,12 +79,12 @@ from sim.fabric import (
     STAGES,
     TRANSFER,
     ChipGroup,
+    LinkMaps,
     Network,
     SymmetricLog,
     build_network,
     distinct,
     hbm_default,
-    link_maps,
     link_orbit_minima,
     time_representatives,
 )
@@ -444,24 +445,44 @@ def orbit_run(
         depth=depth,
     )
     rt = RouteTable(net, int(lay.lane.max(initial=0)) + 1)
+    checks = _Checks(LinkMaps(net), Invariance(lay, net, rt))
     for group in groups:
-        got = _run_on(topo, net, lay, group, rt, base)
+        got = _run_on(topo, net, lay, group, rt, base, checks)
         if got is not None:
             return got
     return None
 
 
+class _Checks(NamedTuple):
+    """What the groups tried on one schedule share: each generator's link map and its
+    verdict (:class:`~sim.collectives.orbit.Invariance`)."""
+
+    link_maps: LinkMaps
+    invariance: Invariance
+
+
 def _run_on(
-    topo: Topology, net: Network, lay: Layout, group: ChipGroup, rt: RouteTable, base: Schedule
+    topo: Topology,
+    net: Network,
+    lay: Layout,
+    group: ChipGroup,
+    rt: RouteTable,
+    base: Schedule,
+    checks: _Checks,
 ) -> OrbitRun | None:
     if (group.elements[1:] == np.arange(net.chips)).any():
         return None  # not free
-    maps = link_maps(net, group, group.generators)
+    perms = [group.elements[g] for g in group.generators]
+    if checks.invariance.refuses(perms):
+        return None  # a generator another group tried does not keep the schedule
+    maps = checks.link_maps(group, group.generators)
     if maps is None:
         return None
     orb = Orbits(group)
     stand = stand_ins(lay, net, orb, rt)  # the cheap refusal first: the order of ties
-    if stand is None or not invariant(lay, net, group, maps, rt):
+    if stand is None or not all(
+        checks.invariance(perm, row) for perm, row in zip(perms, maps, strict=True)
+    ):
         return None
     hops = rt.hops[lay.src, lay.dst]
     records = int((lay.k[lay.step] * (hops + 1)).sum()) // group.order  # the quotient's

@@ -271,9 +271,38 @@ def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteT
     """Every generator maps the schedule onto itself (module docstring) and, by its link
     map (``maps``, one row per generator), every message's route onto its image's: then so
     does every element, the layout being closed under the generators."""
-    n = len(lay.src)
-    for g in group.generators:
-        img = message_images(lay, net.chips, group.elements, np.full(n, g, dtype=np.int64))
+    check = Invariance(lay, net, rt)
+    return all(check(group.elements[g], maps[row]) for row, g in enumerate(group.generators))
+
+
+class Invariance:
+    """:func:`invariant` of one generator at a time, each chip permutation checked once on
+    ``lay``: the groups tried on one schedule share generators (dimension 0's translation
+    generates its own group and the group of every translation), and a permutation that
+    fails refuses every group it generates before anything else is checked."""
+
+    def __init__(self, lay: Layout, net: Network, rt: RouteTable) -> None:
+        self.lay, self.net, self.rt = lay, net, rt
+        self.verdict: dict[bytes, bool] = {}
+
+    def refuses(self, perms: Sequence[I64]) -> bool:
+        """Whether one of ``perms`` is known not to map the schedule onto itself."""
+        return any(self.verdict.get(perm.tobytes()) is False for perm in perms)
+
+    def __call__(self, perm: I64, links: I64) -> bool:
+        """Whether the chip permutation ``perm`` maps every message onto a message of the
+        same step, size and kind, the ranges onto ranges consistently, and by its link map
+        ``links`` every message's route onto its image's."""
+        key = perm.tobytes()
+        got = self.verdict.get(key)
+        if got is None:
+            got = self.verdict[key] = self._messages(perm) and self._links(perm, links)
+        return got
+
+    def _messages(self, perm: I64) -> bool:
+        lay = self.lay
+        n = len(lay.src)
+        img = message_images(lay, self.net.chips, perm[None, :], np.zeros(n, dtype=np.int64))
         if img is None:
             return False
         same = (
@@ -282,28 +311,30 @@ def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteT
             and (lay.fresh[img] == lay.fresh).all()
             and len(distinct(img[: lay.head])) == lay.head
         )
-        if not same:
-            return False
-        if not _pieces_map(lay, img):
-            return False
-    p, h = net.chips, lay.head
-    lanes = int(lay.lane.max(initial=0)) + 1
-    trip = distinct((lay.src[:h] * p + lay.dst[:h]) * lanes + lay.lane[:h])
-    a, b, lane = trip // lanes // p, trip // lanes % p, trip % lanes
-    hops = rt.hops[a, b]
-    width = rt.links0.shape[2]
-    hop = np.arange(width)[None, :]
-    used = hop < hops[:, None]
-    mine = rt.link(a[:, None], b[:, None], lane[:, None], np.broadcast_to(hop, used.shape))
-    for row, g in enumerate(group.generators):  # generators suffice: the layout is closed
-        perm = group.elements[g]
+        return bool(same) and _pieces_map(lay, img)
+
+    @cached_property
+    def _routes(self) -> tuple[I64, I64, I64, I64, I64, npt.NDArray[np.bool_], I64]:
+        """The (src, dst, lane) the checked messages take, their hops, and their links."""
+        lay, rt, p, h = self.lay, self.rt, self.net.chips, self.lay.head
+        lanes = int(lay.lane.max(initial=0)) + 1
+        trip = distinct((lay.src[:h] * p + lay.dst[:h]) * lanes + lay.lane[:h])
+        a, b, lane = trip // lanes // p, trip // lanes % p, trip % lanes
+        hops = rt.hops[a, b]
+        width = rt.links0.shape[2]
+        hop = np.broadcast_to(np.arange(width, dtype=np.int64)[None, :], (len(a), width))
+        used = hop < hops[:, None]
+        mine = rt.link(a[:, None], b[:, None], lane[:, None], hop)
+        return a, b, lane, hops, hop, used, mine
+
+    def _links(self, perm: I64, links: I64) -> bool:
+        rt = self.rt
+        a, b, lane, hops, hop, used, mine = self._routes
         ga, gb = perm[a], perm[b]
         if not (rt.hops[ga, gb] == hops).all():
             return False
-        there = rt.link(ga[:, None], gb[:, None], lane[:, None], np.broadcast_to(hop, used.shape))
-        if not (maps[row][mine] == there)[used].all():
-            return False
-    return True
+        there = rt.link(ga[:, None], gb[:, None], lane[:, None], hop)
+        return bool((links[mine] == there)[used].all())
 
 
 class RouteTable:

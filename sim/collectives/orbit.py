@@ -13,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from sim.collectives.algorithms import split_ranges
-from sim.collectives.compile import Compiled, chunks, fabric_program
-from sim.collectives.schedule import I64, Message, Schedule, message_rows
+from sim.collectives.compile import Compiled, chunks, fabric_program_rows
+from sim.collectives.schedule import I64, Schedule, message_rows
 from sim.fabric import (
     COPY_STAGE,
     FORWARD,
@@ -412,31 +412,23 @@ class OrbitQuotient:
     whole: bool
 
 
-def _sub_schedule(lay: Layout, keep: I64, sched: Schedule) -> Schedule:
-    steps: list[list[Message]] = [[] for _ in range(lay.steps)]
-    for gm in keep.tolist():
-        steps[int(lay.step[gm])].append(
-            Message(
-                int(lay.src[gm]),
-                int(lay.dst[gm]),
-                int(lay.lo[gm]),
-                int(lay.hi[gm]),
-                bool(lay.reduce[gm]),
-                bool(lay.fresh[gm]),
-                int(lay.lane[gm]),
-            )
-        )
-    return Schedule(
-        collective=sched.collective,
-        algorithm=sched.algorithm,
-        chips=sched.chips,
-        count=sched.count,
-        bytes_per_element=sched.bytes_per_element,
-        chunk_bytes=sched.chunk_bytes,
-        steps=tuple(tuple(s) for s in steps),
-        shares=sched.shares,
-        depth=sched.depth,
-    )
+def _sub_rows(lay: Layout, keep: I64) -> I64:
+    """The messages ``keep`` of ``lay`` as :func:`~sim.collectives.schedule.message_rows`,
+    in their steps (a step none of them is in stays, empty)."""
+    out: I64 = np.stack(
+        [
+            lay.step[keep],
+            lay.src[keep],
+            lay.dst[keep],
+            lay.lo[keep],
+            lay.hi[keep],
+            lay.reduce[keep],
+            lay.fresh[keep],
+            lay.lane[keep],
+            np.zeros(len(keep), dtype=np.int64),
+        ]
+    ).astype(np.int64)
+    return out
 
 
 def orbit_quotient(lay: Layout, orb: Orbits, stand: I64, sched: Schedule) -> OrbitQuotient | None:
@@ -444,7 +436,7 @@ def orbit_quotient(lay: Layout, orb: Orbits, stand: I64, sched: Schedule) -> Orb
     reps = orb.reps
     touches = np.isin(lay.src, reps) | np.isin(lay.dst, reps)
     keep = np.flatnonzero(touches)
-    sub = fabric_program(_sub_schedule(lay, keep, sched))
+    sub = fabric_program_rows(sched, _sub_rows(lay, keep))
     prog = sub.program
     # the sub-program's ops as (message, consumer?, chunk), in the compile's order
     step = lay.step[keep]

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -506,21 +507,27 @@ def orbit_quotient(lay: Layout, orb: Orbits, stand: I64, sched: Schedule) -> Orb
     pick = q_sub.tolist()
     qpos = np.full(n_sub, -1, dtype=np.int64)
     qpos[q_sub] = np.arange(len(q_sub))
-    q_into = [int(qpos[into[i]]) if into[i] >= 0 else -1 for i in pick]
+    qp = qpos.tolist()
+    q_into = [qp[into[i]] if into[i] >= 0 else -1 for i in pick]
     if any(x < 0 and into[i] >= 0 for x, i in zip(q_into, pick, strict=True)):
         return None
+    sq = sub_q.tolist()  # Python ints: indexing a numpy array per dependency cost more
+
+    def picked(column: list[Any]) -> list[Any]:
+        return [column[i] for i in pick]
+
     quotient = FabricProgram(
-        kind=[prog.kind[i] for i in pick],
-        src=[prog.src[i] for i in pick],
-        dst=[prog.dst[i] for i in pick],
-        nbytes=[prog.nbytes[i] for i in pick],
-        step=[prog.step[i] for i in pick],
-        deps=[tuple(sorted({int(sub_q[d]) for d in prog.deps[i]})) for i in pick],
-        consumes=[int(sub_q[prog.consumes[i]]) if prog.consumes[i] >= 0 else -1 for i in pick],
-        hbm=[prog.hbm[i] for i in pick],
-        span=[(0, 0)] * len(pick) if whole else [prog.span[i] for i in pick],
+        kind=picked(prog.kind),
+        src=picked(prog.src),
+        dst=picked(prog.dst),
+        nbytes=picked(prog.nbytes),
+        step=picked(prog.step),
+        deps=[tuple(sorted({sq[d] for d in prog.deps[i]})) for i in pick],
+        consumes=[sq[c] if c >= 0 else -1 for c in picked(prog.consumes)],
+        hbm=picked(prog.hbm),
+        span=[(0, 0)] * len(pick) if whole else picked(prog.span),
         into=q_into if any(x >= 0 for x in q_into) else [],
-        lane=[prog.lane[i] for i in pick] if any(prog.lane) else [],
+        lane=picked(prog.lane) if any(prog.lane) else [],
         seen_span=seen,
     )
     return OrbitQuotient(quotient, sub, sub_q, sub_full, q_sub, whole)

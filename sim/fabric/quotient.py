@@ -548,10 +548,13 @@ def seen_spans(
     if (same_key & (h[:, 1:] != h[:, :-1]).any(axis=0)).any():
         return None
     pick = np.flatnonzero(differ)
-    return {
-        (int(a), int(b)): (int(x), int(y))
-        for a, b, x, y in zip(qd[pick], qj[pick], lo[pick], hi[pick], strict=True)
-    }
+    return dict(  # keys and values as Python ints (tolist), not numpy scalars
+        zip(
+            zip(qd[pick].tolist(), qj[pick].tolist(), strict=True),
+            zip(lo[pick].tolist(), hi[pick].tolist(), strict=True),
+            strict=True,
+        )
+    )
 
 
 def _quotient_program(

@@ -142,21 +142,26 @@ def _replay(
     hi = np.searchsorted(bounds, at[sub_hi]).tolist()
     stash: dict[int, np.ndarray] = {}
     plans: dict[tuple[int, ...], tuple[I64, ...]] = {}  # _realign's, per pair of ranges
+    # per op as Python values (numpy scalars per op cost more than the arrays' work)
+    kinds, rows, q_sub_l = kind.tolist(), row.tolist(), q.q_sub.tolist()
+    els = list(orb.el)  # each element's chip permutation
+    to_rep = orb.to_rep.tolist()
     for i in order.tolist():
-        si = int(q.q_sub[i])
-        if kind[i] == TRANSFER:
+        si = q_sub_l[i]
+        k = kinds[i]
+        if k == TRANSFER:
             if sub.fresh[si]:  # reads the chip's input buffer
                 fresh = np.zeros((hi[si] - lo[si], p), dtype=np.int8)
                 fresh[:, prog.src[i]] = 1
                 stash[i] = fresh
             else:
-                stash[i] = state[row[i], lo[si] : hi[si]].copy()
+                stash[i] = state[rows[i], lo[si] : hi[si]].copy()
             continue
         t_sub = sp.consumes[si]  # the real transfer
-        stand = int(prog.consumes[i])
-        g = orb.el[orb.to_rep[sp.src[t_sub]]]
+        stand = prog.consumes[i]
+        g = els[to_rep[sp.src[t_sub]]]
         data = stash.get(stand)
-        s_sub = int(q.q_sub[stand])
+        s_sub = q_sub_l[stand]
         if data is None:
             raise _Fallback
         if hi[s_sub] - lo[s_sub] != hi[si] - lo[si]:  # the stand-in's range is cut otherwise
@@ -166,9 +171,10 @@ def _replay(
                 plan = plans[key] = _realign_plan(bounds, key[:2], key[2:])
             data = _realign(data, plan)
         data = data[:, g]
-        piece = state[row[i], lo[si] : hi[si]]
-        if kind[i] == REDUCTION:
-            np.minimum(piece + data, 2, out=piece)
+        piece = state[rows[i], lo[si] : hi[si]]
+        if k == REDUCTION:  # counts 0, 1, 2 ("more than once"): int8 holds their sum
+            piece += data
+            np.minimum(piece, 2, out=piece)
         else:
             piece[:] = data
     starts, size = bounds[:-1], np.diff(bounds)
@@ -353,9 +359,13 @@ class OrbitRun(SymmetricRun):
         red = stage == REDUCE
         reduce_busy = np.bincount(chip[red], weights=dur[red], minlength=p)
         q = self.quotient
-        hbm = np.zeros(p)
-        for kk, s, b, m in zip(q.kind, q.src, q.nbytes, q.hbm, strict=True):
-            hbm[s] += hbm_default(kk, b) if m < 0 else m
+        qk, qb, qm = (np.asarray(c, dtype=np.int64) for c in (q.kind, q.nbytes, q.hbm))
+        code = qb * 3 + qk  # hbm_default of each distinct (kind, bytes)
+        keys = distinct(code)
+        default = np.asarray([hbm_default(c % 3, c // 3) for c in keys.tolist()], np.int64)
+        moved = np.where(qm < 0, default[np.searchsorted(keys, code)], qm)
+        # per chip in op order, as the loop over ops added them (integers: exact)
+        hbm = np.bincount(np.asarray(q.src, dtype=np.int64), weights=moved, minlength=p)
         time_ns = t_ps / 1000
         algbw = self.nbytes / time_ns if t_ps else 0.0
         factor = (2.0 if self.collective == "allreduce" else 1.0) * (p - 1) / p
@@ -491,12 +501,18 @@ def _run_on(
     q = orbit_quotient(lay, orb, stand, base)
     if q is None:
         return None
-    link_rep = link_orbit_minima(maps)
+    link_rep = link_orbit_minima(maps).tolist()
     lanes = q.program.lane or [0] * len(q.program)
-    q_routes = [
-        tuple(int(link_rep[x]) for x in net.route(a, b, w)) if kk == TRANSFER else ()
-        for kk, a, b, w in zip(q.program.kind, q.program.src, q.program.dst, lanes, strict=True)
-    ]
+    on_reps: dict[tuple[int, int, int], tuple[int, ...]] = {}  # per (src, dst, lane)
+    q_routes: list[tuple[int, ...]] = []
+    for kk, a, b, w in zip(q.program.kind, q.program.src, q.program.dst, lanes, strict=True):
+        if kk != TRANSFER:
+            q_routes.append(())
+            continue
+        r = on_reps.get((a, b, w))
+        if r is None:
+            r = on_reps[a, b, w] = tuple(link_rep[x] for x in net.route(a, b, w))
+        q_routes.append(r)
     view = time_representatives(net, q.program, q_routes)
     names = (*net.names, REDUCE_ENGINE, HBM_ENGINE)
     rep = OpLog.from_columns(names, STAGES, {c: view.column(c) for c in view.stored})

@@ -121,7 +121,9 @@ def simulate_events(
     if plan:  # reductions at a switch: on their ports' reduce engines
         servers = plan.place(res_of, servers)
     busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
-    queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
+    # ops waiting for a busy server, per server that has had one wait (a deque per server
+    # for the 10 k links of h100 at p = 256 took longer than the few a quotient's ops use)
+    queue: defaultdict[int, deque[tuple[int, int]]] = defaultdict(deque)
     hbm_free = [0] * p
     nrec = [len(r) if k == TRANSFER else 1 for k, r in zip(kind, route_of, strict=True)]
     slot = list(itertools.accumulate(nrec, initial=0))
@@ -191,11 +193,12 @@ def simulate_events(
     while heap:
         now, i, hop = pop(heap)
         if i == rel:  # server `hop` frees: its first queued op starts
-            if not queue[hop]:
+            line = queue.get(hop)  # (get: no empty queue made for a server nobody waits on)
+            if not line:
                 busy[hop] = False
                 continue
             res = hop
-            i, hop = queue[hop].popleft()
+            i, hop = line.popleft()
             k = kind[i]
         elif hop < 0:  # a staging buffer comes back to the pair of transfer `i`
             c = conn[i]

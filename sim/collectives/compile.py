@@ -22,7 +22,7 @@ parallel link or switch port of its channel, :func:`sim.collectives.channels.set
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 
 import numpy as np
@@ -30,6 +30,7 @@ import numpy as np
 from sim.collectives.channels import set_lanes
 from sim.collectives.schedule import (
     I64,
+    Message,
     Range,
     Schedule,
 )
@@ -208,11 +209,10 @@ def _columns(
     reductions with the same chip and pieces. Only the dependencies go step by step.
     """
     chips = schedule.chips
-    pieces = len(bounds) - 1
     msgs = [m for step in schedule.steps for m in step]
     if not msgs:
         return Compiled(FabricProgram(), bounds)
-    wide = pieces + 1
+    wide = len(bounds)
     if len(schedule.steps) * chips * wide * wide >= 1 << 62:  # keys below would overflow
         return None
     attrs = np.asarray(
@@ -221,7 +221,6 @@ def _columns(
     )
     if attrs[:, :2].max() >= chips or attrs[:, :2].min() < 0:
         return None
-    bpe = schedule.bytes_per_element
     edges = np.asarray(bounds, dtype=np.int64)
     cuts: dict[Range, tuple[I64, I64]] = {}  # range -> its chunks' element cuts, piece cuts
     for r, plan in cache.items():
@@ -240,9 +239,81 @@ def _columns(
         )
     k = np.asarray([len(e) - 1 for e, _p in got], dtype=np.int64)  # chunks per message
     width = np.asarray([len(step) for step in schedule.steps], dtype=np.int64)
+    return _compile_columns(schedule, bounds, attrs, e_cat, p_cat, l_cat, k, width)
+
+
+def fabric_program_rows(schedule: Schedule, rows: I64) -> Compiled:
+    """:func:`fabric_program` of ``schedule`` with its messages given as
+    :func:`~sim.collectives.schedule.message_rows` (``schedule.steps`` is not read; a step
+    without a row is an empty step): the same program, the chunks cut per distinct message
+    size instead of per message object. The fast paths hold their messages as arrays (one
+    rail's 34 k messages at p = 256 took 0.1 s as objects). One one-shot step, or a schedule
+    the columns do not take, goes through the objects and :func:`fabric_program`; a row
+    that lands elsewhere (``Message.at``, which the rows do not hold) is a ``ValueError``."""
+    if rows[8].any():
+        raise ValueError("fabric_program_rows: the rows do not say where a message lands")
+    nsteps = int(rows[0].max(initial=-1)) + 1
+    one_step = nsteps == 1 and bool(rows[5].all() and rows[6].all())
+    got = _columns_of_rows(schedule, rows, nsteps) if rows.shape[1] and not one_step else None
+    if got is not None:
+        return got
+    steps: list[list[Message]] = [[] for _ in range(nsteps)]
+    for s, a, b, lo, hi, red, fresh, lane, _moved in rows.T.tolist():
+        steps[s].append(Message(a, b, lo, hi, bool(red), bool(fresh), lane))
+    return fabric_program(replace(schedule, steps=tuple(tuple(s) for s in steps)))
+
+
+def _columns_of_rows(schedule: Schedule, rows: I64, nsteps: int) -> Compiled | None:
+    """:func:`_plan` and the start of :func:`_columns` on message rows: a message's chunks
+    are its size's, moved to its offset (:func:`_bisect` halves ``[lo, hi)`` where it halves
+    ``[0, hi - lo)``, shifted by ``lo``)."""
+    bpe, chunk, depth = schedule.bytes_per_element, schedule.chunk_bytes, schedule.depth
+    lo, hi = rows[3], rows[4]
+    size = hi - lo
+    sizes = distinct(size)
+    rel = [chunks(0, int(z), bpe, chunk, depth) for z in sizes.tolist()]
+    k_of = np.asarray([len(r) for r in rel], dtype=np.int64)
+    cut_of = np.asarray([x for r in rel for x in [*(a for a, _b in r), r[-1][1]]], np.int64)
+    first_cut = np.cumsum(k_of + 1) - (k_of + 1)
+    which = np.searchsorted(sizes, size)
+    k = k_of[which]
+    n_cut = k + 1
+    at = np.arange(int(n_cut.sum()), dtype=np.int64) - np.repeat(np.cumsum(n_cut) - n_cut, n_cut)
+    e_cat = np.repeat(lo, n_cut) + cut_of[np.repeat(first_cut[which], n_cut) + at]
+    edges = distinct(np.concatenate([np.asarray([0, schedule.count], np.int64), e_cat]))
+    bounds = edges.tolist()
+    wide = len(bounds)
+    if nsteps * schedule.chips * wide * wide >= 1 << 62:  # keys would overflow
+        return None
+    attrs = np.ascontiguousarray(rows[[1, 2, 5, 6, 7, 8]].T)
+    if attrs[:, :2].max() >= schedule.chips or attrs[:, :2].min() < 0:
+        return None
+    p_cat = np.searchsorted(edges, e_cat)
+    width = np.bincount(rows[0], minlength=nsteps).astype(np.int64)
+    return _compile_columns(schedule, bounds, attrs, e_cat, p_cat, p_cat, k, width)
+
+
+def _compile_columns(
+    schedule: Schedule,
+    bounds: list[int],
+    attrs: I64,
+    e_cat: I64,
+    p_cat: I64,
+    l_cat: I64,
+    k: I64,
+    width: I64,
+) -> Compiled | None:
+    """The rest of :func:`_columns` from its messages as arrays: per message (in step
+    order) ``attrs`` (src, dst, reduce, fresh, lane, moved) and ``k`` chunks, their
+    ``k + 1`` element cuts (``e_cat``), piece cuts where sent (``p_cat``) and landed
+    (``l_cat``), concatenated; per step its messages (``width``)."""
+    chips = schedule.chips
+    pieces = len(bounds) - 1
+    wide = pieces + 1
+    bpe = schedule.bytes_per_element
     step_of = np.repeat(np.arange(len(width), dtype=np.int64), width)  # per message
     n = int(k.sum())
-    m_of = np.repeat(np.arange(len(msgs), dtype=np.int64), k)
+    m_of = np.repeat(np.arange(len(attrs), dtype=np.int64), k)
     firsts = np.cumsum(width) - width  # each step's first message
     busy = width > 0
     k_lo = np.minimum.reduceat(k, firsts[busy])

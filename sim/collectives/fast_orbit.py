@@ -43,21 +43,23 @@ representatives'), and no op may use data before it arrived.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from sim.collectives.catalog import build_schedule
 from sim.collectives.fast import SymmetricRun, input_mismatch
+from sim.collectives.hierarchical import HIERARCHICAL_ALGORITHMS, hierarchical_messages
 from sim.collectives.orbit import (
     SHAPES,
+    Invariance,
     Layout,
     OrbitQuotient,
     Orbits,
     RouteTable,
     expander,
     groups_for,
-    invariant,
     orbit_quotient,
     ring_layout,
     schedule_layout,
@@ -77,12 +79,12 @@ from sim.fabric import (
     STAGES,
     TRANSFER,
     ChipGroup,
+    LinkMaps,
     Network,
     SymmetricLog,
     build_network,
     distinct,
     hbm_default,
-    link_maps,
     link_orbit_minima,
     time_representatives,
 )
@@ -140,21 +142,26 @@ def _replay(
     hi = np.searchsorted(bounds, at[sub_hi]).tolist()
     stash: dict[int, np.ndarray] = {}
     plans: dict[tuple[int, ...], tuple[I64, ...]] = {}  # _realign's, per pair of ranges
+    # per op as Python values (numpy scalars per op cost more than the arrays' work)
+    kinds, rows, q_sub_l = kind.tolist(), row.tolist(), q.q_sub.tolist()
+    els = list(orb.el)  # each element's chip permutation
+    to_rep = orb.to_rep.tolist()
     for i in order.tolist():
-        si = int(q.q_sub[i])
-        if kind[i] == TRANSFER:
+        si = q_sub_l[i]
+        k = kinds[i]
+        if k == TRANSFER:
             if sub.fresh[si]:  # reads the chip's input buffer
                 fresh = np.zeros((hi[si] - lo[si], p), dtype=np.int8)
                 fresh[:, prog.src[i]] = 1
                 stash[i] = fresh
             else:
-                stash[i] = state[row[i], lo[si] : hi[si]].copy()
+                stash[i] = state[rows[i], lo[si] : hi[si]].copy()
             continue
         t_sub = sp.consumes[si]  # the real transfer
-        stand = int(prog.consumes[i])
-        g = orb.el[orb.to_rep[sp.src[t_sub]]]
+        stand = prog.consumes[i]
+        g = els[to_rep[sp.src[t_sub]]]
         data = stash.get(stand)
-        s_sub = int(q.q_sub[stand])
+        s_sub = q_sub_l[stand]
         if data is None:
             raise _Fallback
         if hi[s_sub] - lo[s_sub] != hi[si] - lo[si]:  # the stand-in's range is cut otherwise
@@ -164,9 +171,10 @@ def _replay(
                 plan = plans[key] = _realign_plan(bounds, key[:2], key[2:])
             data = _realign(data, plan)
         data = data[:, g]
-        piece = state[row[i], lo[si] : hi[si]]
-        if kind[i] == REDUCTION:
-            np.minimum(piece + data, 2, out=piece)
+        piece = state[rows[i], lo[si] : hi[si]]
+        if k == REDUCTION:  # counts 0, 1, 2 ("more than once"): int8 holds their sum
+            piece += data
+            np.minimum(piece, 2, out=piece)
         else:
             piece[:] = data
     starts, size = bounds[:-1], np.diff(bounds)
@@ -351,9 +359,13 @@ class OrbitRun(SymmetricRun):
         red = stage == REDUCE
         reduce_busy = np.bincount(chip[red], weights=dur[red], minlength=p)
         q = self.quotient
-        hbm = np.zeros(p)
-        for kk, s, b, m in zip(q.kind, q.src, q.nbytes, q.hbm, strict=True):
-            hbm[s] += hbm_default(kk, b) if m < 0 else m
+        qk, qb, qm = (np.asarray(c, dtype=np.int64) for c in (q.kind, q.nbytes, q.hbm))
+        code = qb * 3 + qk  # hbm_default of each distinct (kind, bytes)
+        keys = distinct(code)
+        default = np.asarray([hbm_default(c % 3, c // 3) for c in keys.tolist()], np.int64)
+        moved = np.where(qm < 0, default[np.searchsorted(keys, code)], qm)
+        # per chip in op order, as the loop over ops added them (integers: exact)
+        hbm = np.bincount(np.asarray(q.src, dtype=np.int64), weights=moved, minlength=p)
         time_ns = t_ps / 1000
         algbw = self.nbytes / time_ns if t_ps else 0.0
         factor = (2.0 if self.collective == "allreduce" else 1.0) * (p - 1) / p
@@ -413,15 +425,21 @@ def orbit_run(
         groups = groups_for(sizes, net.ring_order())[-1:]
         shares = lay.shares if lay is not None else ()
     else:
+        rows = None
         try:
-            sched = build_schedule(
-                topo, nbytes, str(algorithm), str(collective), chunk_bytes=chunk, network=net
-            )
+            if algorithm in HIERARCHICAL_ALGORITHMS:  # its messages as arrays, no objects
+                sched, rows = hierarchical_messages(
+                    topo, nbytes, str(algorithm), str(collective), chunk_bytes=chunk, network=net
+                )
+            else:
+                sched = build_schedule(
+                    topo, nbytes, str(algorithm), str(collective), chunk_bytes=chunk, network=net
+                )
         except NpuSimError:
             return None  # the general path says why
         if sched.blocking or sched.channels:
             return None
-        lay = schedule_layout(sched)
+        lay = schedule_layout(sched, rows)
         groups = groups_for(sizes)
         shares = sched.shares
     if lay is None or not len(lay.src):
@@ -438,24 +456,44 @@ def orbit_run(
         depth=depth,
     )
     rt = RouteTable(net, int(lay.lane.max(initial=0)) + 1)
+    checks = _Checks(LinkMaps(net), Invariance(lay, net, rt))
     for group in groups:
-        got = _run_on(topo, net, lay, group, rt, base)
+        got = _run_on(topo, net, lay, group, rt, base, checks)
         if got is not None:
             return got
     return None
 
 
+class _Checks(NamedTuple):
+    """What the groups tried on one schedule share: each generator's link map and its
+    verdict (:class:`~sim.collectives.orbit.Invariance`)."""
+
+    link_maps: LinkMaps
+    invariance: Invariance
+
+
 def _run_on(
-    topo: Topology, net: Network, lay: Layout, group: ChipGroup, rt: RouteTable, base: Schedule
+    topo: Topology,
+    net: Network,
+    lay: Layout,
+    group: ChipGroup,
+    rt: RouteTable,
+    base: Schedule,
+    checks: _Checks,
 ) -> OrbitRun | None:
     if (group.elements[1:] == np.arange(net.chips)).any():
         return None  # not free
-    maps = link_maps(net, group, group.generators)
+    perms = [group.elements[g] for g in group.generators]
+    if checks.invariance.refuses(perms):
+        return None  # a generator another group tried does not keep the schedule
+    maps = checks.link_maps(group, group.generators)
     if maps is None:
         return None
     orb = Orbits(group)
     stand = stand_ins(lay, net, orb, rt)  # the cheap refusal first: the order of ties
-    if stand is None or not invariant(lay, net, group, maps, rt):
+    if stand is None or not all(
+        checks.invariance(perm, row) for perm, row in zip(perms, maps, strict=True)
+    ):
         return None
     hops = rt.hops[lay.src, lay.dst]
     records = int((lay.k[lay.step] * (hops + 1)).sum()) // group.order  # the quotient's
@@ -464,12 +502,18 @@ def _run_on(
     q = orbit_quotient(lay, orb, stand, base)
     if q is None:
         return None
-    link_rep = link_orbit_minima(maps)
+    link_rep = link_orbit_minima(maps).tolist()
     lanes = q.program.lane or [0] * len(q.program)
-    q_routes = [
-        tuple(int(link_rep[x]) for x in net.route(a, b, w)) if kk == TRANSFER else ()
-        for kk, a, b, w in zip(q.program.kind, q.program.src, q.program.dst, lanes, strict=True)
-    ]
+    on_reps: dict[tuple[int, int, int], tuple[int, ...]] = {}  # per (src, dst, lane)
+    q_routes: list[tuple[int, ...]] = []
+    for kk, a, b, w in zip(q.program.kind, q.program.src, q.program.dst, lanes, strict=True):
+        if kk != TRANSFER:
+            q_routes.append(())
+            continue
+        r = on_reps.get((a, b, w))
+        if r is None:
+            r = on_reps[a, b, w] = tuple(link_rep[x] for x in net.route(a, b, w))
+        q_routes.append(r)
     view = time_representatives(net, q.program, q_routes)
     names = (*net.names, REDUCE_ENGINE, HBM_ENGINE)
     rep = OpLog.from_columns(names, STAGES, {c: view.column(c) for c in view.stored})

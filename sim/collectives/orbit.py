@@ -8,13 +8,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from sim.collectives.algorithms import split_ranges
-from sim.collectives.compile import Compiled, chunks, fabric_program
-from sim.collectives.schedule import I64, Message, Schedule
+from sim.collectives.compile import Compiled, chunks, fabric_program_rows
+from sim.collectives.schedule import I64, Schedule, message_rows
 from sim.fabric import (
     COPY_STAGE,
     FORWARD,
@@ -170,23 +171,24 @@ def ring_layout(
     )
 
 
-def schedule_layout(schedule: Schedule) -> Layout | None:
+def schedule_layout(schedule: Schedule, rows: I64 | None = None) -> Layout | None:
     """Any schedule as a :class:`Layout`, or None when a step's messages are cut into
-    different numbers of chunks or one lands elsewhere (``Message.at``)."""
+    different numbers of chunks or one lands elsewhere (``Message.at``). ``rows``: its
+    messages as :func:`~sim.collectives.schedule.message_rows` of steps ``0 .. n-1``, each
+    with a message, when ``schedule`` is given without them (its steps are not read then)."""
     bpe, chunk, depth = schedule.bytes_per_element, schedule.chunk_bytes, schedule.depth
-    rows = [
-        (s, m.src, m.dst, m.lo, m.hi, m.reduce, m.fresh, m.lane, m.at is not None)
-        for s, step in enumerate(schedule.steps)
-        for m in step
-    ]
-    a = np.ascontiguousarray(np.asarray(rows, dtype=np.int64).reshape(-1, 9).T)
+    if rows is None:
+        a = message_rows(schedule.steps)
+        nsteps = len(schedule.steps)
+    else:
+        a = rows
+        nsteps = int(a[0, -1]) + 1 if a.shape[1] else 0
     if a[8].any():
         return None
     size = a[4] - a[3]
     sizes = distinct(size)
     cut = np.asarray([len(chunks(0, int(z), bpe, chunk, depth)) for z in sizes], np.int64)
     k = cut[np.searchsorted(sizes, size)]
-    nsteps = len(schedule.steps)
     ks = np.zeros(nsteps, dtype=np.int64)
     ks[a[0]] = k  # every message's count; they must agree within a step
     if (ks[a[0]] != k).any():
@@ -270,9 +272,38 @@ def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteT
     """Every generator maps the schedule onto itself (module docstring) and, by its link
     map (``maps``, one row per generator), every message's route onto its image's: then so
     does every element, the layout being closed under the generators."""
-    n = len(lay.src)
-    for g in group.generators:
-        img = message_images(lay, net.chips, group.elements, np.full(n, g, dtype=np.int64))
+    check = Invariance(lay, net, rt)
+    return all(check(group.elements[g], maps[row]) for row, g in enumerate(group.generators))
+
+
+class Invariance:
+    """:func:`invariant` of one generator at a time, each chip permutation checked once on
+    ``lay``: the groups tried on one schedule share generators (dimension 0's translation
+    generates its own group and the group of every translation), and a permutation that
+    fails refuses every group it generates before anything else is checked."""
+
+    def __init__(self, lay: Layout, net: Network, rt: RouteTable) -> None:
+        self.lay, self.net, self.rt = lay, net, rt
+        self.verdict: dict[bytes, bool] = {}
+
+    def refuses(self, perms: Sequence[I64]) -> bool:
+        """Whether one of ``perms`` is known not to map the schedule onto itself."""
+        return any(self.verdict.get(perm.tobytes()) is False for perm in perms)
+
+    def __call__(self, perm: I64, links: I64) -> bool:
+        """Whether the chip permutation ``perm`` maps every message onto a message of the
+        same step, size and kind, the ranges onto ranges consistently, and by its link map
+        ``links`` every message's route onto its image's."""
+        key = perm.tobytes()
+        got = self.verdict.get(key)
+        if got is None:
+            got = self.verdict[key] = self._messages(perm) and self._links(perm, links)
+        return got
+
+    def _messages(self, perm: I64) -> bool:
+        lay = self.lay
+        n = len(lay.src)
+        img = message_images(lay, self.net.chips, perm[None, :], np.zeros(n, dtype=np.int64))
         if img is None:
             return False
         same = (
@@ -281,28 +312,30 @@ def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteT
             and (lay.fresh[img] == lay.fresh).all()
             and len(distinct(img[: lay.head])) == lay.head
         )
-        if not same:
-            return False
-        if not _pieces_map(lay, img):
-            return False
-    p, h = net.chips, lay.head
-    lanes = int(lay.lane.max(initial=0)) + 1
-    trip = distinct((lay.src[:h] * p + lay.dst[:h]) * lanes + lay.lane[:h])
-    a, b, lane = trip // lanes // p, trip // lanes % p, trip % lanes
-    hops = rt.hops[a, b]
-    width = rt.links0.shape[2]
-    hop = np.arange(width)[None, :]
-    used = hop < hops[:, None]
-    mine = rt.link(a[:, None], b[:, None], lane[:, None], np.broadcast_to(hop, used.shape))
-    for row, g in enumerate(group.generators):  # generators suffice: the layout is closed
-        perm = group.elements[g]
+        return bool(same) and _pieces_map(lay, img)
+
+    @cached_property
+    def _routes(self) -> tuple[I64, I64, I64, I64, I64, npt.NDArray[np.bool_], I64]:
+        """The (src, dst, lane) the checked messages take, their hops, and their links."""
+        lay, rt, p, h = self.lay, self.rt, self.net.chips, self.lay.head
+        lanes = int(lay.lane.max(initial=0)) + 1
+        trip = distinct((lay.src[:h] * p + lay.dst[:h]) * lanes + lay.lane[:h])
+        a, b, lane = trip // lanes // p, trip // lanes % p, trip % lanes
+        hops = rt.hops[a, b]
+        width = rt.links0.shape[2]
+        hop = np.broadcast_to(np.arange(width, dtype=np.int64)[None, :], (len(a), width))
+        used = hop < hops[:, None]
+        mine = rt.link(a[:, None], b[:, None], lane[:, None], hop)
+        return a, b, lane, hops, hop, used, mine
+
+    def _links(self, perm: I64, links: I64) -> bool:
+        rt = self.rt
+        a, b, lane, hops, hop, used, mine = self._routes
         ga, gb = perm[a], perm[b]
         if not (rt.hops[ga, gb] == hops).all():
             return False
-        there = rt.link(ga[:, None], gb[:, None], lane[:, None], np.broadcast_to(hop, used.shape))
-        if not (maps[row][mine] == there)[used].all():
-            return False
-    return True
+        there = rt.link(ga[:, None], gb[:, None], lane[:, None], hop)
+        return bool((links[mine] == there)[used].all())
 
 
 class RouteTable:
@@ -380,31 +413,23 @@ class OrbitQuotient:
     whole: bool
 
 
-def _sub_schedule(lay: Layout, keep: I64, sched: Schedule) -> Schedule:
-    steps: list[list[Message]] = [[] for _ in range(lay.steps)]
-    for gm in keep.tolist():
-        steps[int(lay.step[gm])].append(
-            Message(
-                int(lay.src[gm]),
-                int(lay.dst[gm]),
-                int(lay.lo[gm]),
-                int(lay.hi[gm]),
-                bool(lay.reduce[gm]),
-                bool(lay.fresh[gm]),
-                int(lay.lane[gm]),
-            )
-        )
-    return Schedule(
-        collective=sched.collective,
-        algorithm=sched.algorithm,
-        chips=sched.chips,
-        count=sched.count,
-        bytes_per_element=sched.bytes_per_element,
-        chunk_bytes=sched.chunk_bytes,
-        steps=tuple(tuple(s) for s in steps),
-        shares=sched.shares,
-        depth=sched.depth,
-    )
+def _sub_rows(lay: Layout, keep: I64) -> I64:
+    """The messages ``keep`` of ``lay`` as :func:`~sim.collectives.schedule.message_rows`,
+    in their steps (a step none of them is in stays, empty)."""
+    out: I64 = np.stack(
+        [
+            lay.step[keep],
+            lay.src[keep],
+            lay.dst[keep],
+            lay.lo[keep],
+            lay.hi[keep],
+            lay.reduce[keep],
+            lay.fresh[keep],
+            lay.lane[keep],
+            np.zeros(len(keep), dtype=np.int64),
+        ]
+    ).astype(np.int64)
+    return out
 
 
 def orbit_quotient(lay: Layout, orb: Orbits, stand: I64, sched: Schedule) -> OrbitQuotient | None:
@@ -412,7 +437,7 @@ def orbit_quotient(lay: Layout, orb: Orbits, stand: I64, sched: Schedule) -> Orb
     reps = orb.reps
     touches = np.isin(lay.src, reps) | np.isin(lay.dst, reps)
     keep = np.flatnonzero(touches)
-    sub = fabric_program(_sub_schedule(lay, keep, sched))
+    sub = fabric_program_rows(sched, _sub_rows(lay, keep))
     prog = sub.program
     # the sub-program's ops as (message, consumer?, chunk), in the compile's order
     step = lay.step[keep]
@@ -482,21 +507,27 @@ def orbit_quotient(lay: Layout, orb: Orbits, stand: I64, sched: Schedule) -> Orb
     pick = q_sub.tolist()
     qpos = np.full(n_sub, -1, dtype=np.int64)
     qpos[q_sub] = np.arange(len(q_sub))
-    q_into = [int(qpos[into[i]]) if into[i] >= 0 else -1 for i in pick]
+    qp = qpos.tolist()
+    q_into = [qp[into[i]] if into[i] >= 0 else -1 for i in pick]
     if any(x < 0 and into[i] >= 0 for x, i in zip(q_into, pick, strict=True)):
         return None
+    sq = sub_q.tolist()  # Python ints: indexing a numpy array per dependency cost more
+
+    def picked(column: list[Any]) -> list[Any]:
+        return [column[i] for i in pick]
+
     quotient = FabricProgram(
-        kind=[prog.kind[i] for i in pick],
-        src=[prog.src[i] for i in pick],
-        dst=[prog.dst[i] for i in pick],
-        nbytes=[prog.nbytes[i] for i in pick],
-        step=[prog.step[i] for i in pick],
-        deps=[tuple(sorted({int(sub_q[d]) for d in prog.deps[i]})) for i in pick],
-        consumes=[int(sub_q[prog.consumes[i]]) if prog.consumes[i] >= 0 else -1 for i in pick],
-        hbm=[prog.hbm[i] for i in pick],
-        span=[(0, 0)] * len(pick) if whole else [prog.span[i] for i in pick],
+        kind=picked(prog.kind),
+        src=picked(prog.src),
+        dst=picked(prog.dst),
+        nbytes=picked(prog.nbytes),
+        step=picked(prog.step),
+        deps=[tuple(sorted({sq[d] for d in prog.deps[i]})) for i in pick],
+        consumes=[sq[c] if c >= 0 else -1 for c in picked(prog.consumes)],
+        hbm=picked(prog.hbm),
+        span=[(0, 0)] * len(pick) if whole else picked(prog.span),
         into=q_into if any(x >= 0 for x in q_into) else [],
-        lane=[prog.lane[i] for i in pick] if any(prog.lane) else [],
+        lane=picked(prog.lane) if any(prog.lane) else [],
         seen_span=seen,
     )
     return OrbitQuotient(quotient, sub, sub_q, sub_full, q_sub, whole)

@@ -92,6 +92,22 @@ class Schedule:
         return max([self.chips - 1, *(max(m.src, m.dst) for s in self.steps for m in s)]) + 1
 
 
+#: The rows of :func:`message_rows`, one column per message.
+ROWS = ("step", "src", "dst", "lo", "hi", "reduce", "fresh", "lane", "moved")
+
+
+def message_rows(steps: tuple[tuple[Message, ...], ...] | list[list[Message]]) -> I64:
+    """The messages of ``steps`` as one ``(9, n)`` array in step order, one row per name of
+    :data:`ROWS` (``moved``: whether ``Message.at`` is set)."""
+    rows = [
+        (s, m.src, m.dst, m.lo, m.hi, m.reduce, m.fresh, m.lane, m.at is not None)
+        for s, step in enumerate(steps)
+        for m in step
+    ]
+    out: I64 = np.ascontiguousarray(np.asarray(rows, dtype=np.int64).reshape(-1, 9).T)
+    return out
+
+
 def algorithms_for(topology: str) -> tuple[Algorithm, ...]:
     """Allreduce algorithms valid on a chip topology (``torus2d`` needs a torus)."""
     return tuple(a for a in ALGORITHMS if a != "torus2d" or topology == "torus2d")

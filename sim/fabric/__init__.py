@@ -44,6 +44,7 @@ from sim.fabric.network import Network, build_network, ring_route, torus_cycle
 from sim.fabric.program import COPY, REDUCTION, TRANSFER, FabricProgram, hbm_default
 from sim.fabric.quotient import (
     ChipGroup,
+    LinkMaps,
     Quotient,
     digit_translations,
     digit_xors,
@@ -77,6 +78,7 @@ __all__ = [
     "TRANSFER",
     "ChipGroup",
     "FabricProgram",
+    "LinkMaps",
     "Network",
     "Quotient",
     "SymmetricLog",

@@ -24,7 +24,6 @@ from sim.fabric.program import (
     TRANSFER,
     FabricProgram,
     accumulators,
-    dependents_of,
     lanes_of,
     op_routes,
 )
@@ -49,7 +48,7 @@ def simulate_events(
     n = len(program)
     kind, src, dst = program.kind, program.src, program.dst
     first, hbm_hold, total, burst = holds
-    dependents = dependents_of(program)
+    first_edge, first_part, edge_j, edge_a, edge_w, edge_sub = _streams(program, total)
     into = accumulators(program)
     acc_end = [0] * n  # per accumulator (by its first reduction): when its last add ended
     waiting = [len(d) for d in program.deps]
@@ -64,7 +63,13 @@ def simulate_events(
         back = [lats[0] if lats else 0] * n
     else:
         hop_own, grain = hop_holds(net, program, route_of, burst)
-        back = [max((lats[k] for k in r), default=0) for r in route_of]
+        back_of: dict[tuple[int, ...], int] = {}  # per distinct route
+        back = []
+        for r in route_of:
+            b = back_of.get(r)
+            if b is None:
+                b = back_of[r] = max((lats[k] for k in r), default=0)
+            back.append(b)
     consumes = program.consumes
     staged = [False] * n
     for t in consumes:
@@ -116,7 +121,9 @@ def simulate_events(
     if plan:  # reductions at a switch: on their ports' reduce engines
         servers = plan.place(res_of, servers)
     busy = [False] * servers  # links, reduce engines, then (contention=False) pair links
-    queue: list[deque[tuple[int, int]]] = [deque() for _ in range(servers)]
+    # ops waiting for a busy server, per server that has had one wait (a deque per server
+    # for the 10 k links of h100 at p = 256 took longer than the few a quotient's ops use)
+    queue: defaultdict[int, deque[tuple[int, int]]] = defaultdict(deque)
     hbm_free = [0] * p
     nrec = [len(r) if k == TRANSFER else 1 for k, r in zip(kind, route_of, strict=True)]
     slot = list(itertools.accumulate(nrec, initial=0))
@@ -140,45 +147,45 @@ def simulate_events(
     heap = [(0, i, 0) for i in ready if i >= 0]
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
-    spans = program.span
-    # a quotient's stand-ins: per producer, what each dependent sees of the op it stands for
-    seen: defaultdict[int, dict[int, tuple[int, int]]] = defaultdict(dict)
-    for (d, j), span in program.seen_span.items():
-        seen[d][j] = span
 
     def produced(i: int, begin: int, end: int, grain: int, now: int) -> None:
         """Op ``i`` delivers its span linearly from ``begin`` to ``end`` at the consumer's side:
         a dependent may start as soon as the part it needs first is coming, and cannot end
         before one burst after ``end``. ``i`` is decided at ``now`` (it starts, a transfer its
         last hop): no dependent starts before that (ADR 0031), so nothing is due in the past.
-        A dependent whose span shares no element with ``i``'s needs no part of it (an order,
-        not data: ADR 0034) and may start once ``i``'s first burst is in."""
-        lo, hi = spans[i]
-        width = hi - lo
-        sees = seen.get(i)
-        for j in dependents[i]:
-            if sees is not None:  # a quotient's stand-in: what j sees of the op it stands for
-                lo, hi = sees.get(j, spans[i])
-                width = hi - lo
-            x, y = spans[j]
-            if width > 0 and x < hi and lo < y and (x > lo or y < hi):  # j needs part of i's span
-                a = max(x, lo) - lo
-                if a >= min(y, hi) - lo:
-                    a = 0
-                first_burst = begin + (end - begin) * a // width + grain
-                last = end  # i's data is complete (and checkable) only when i ends
-                # j reaches that part only after streaming its own bytes before it
-                first_burst -= total[j] * (max(x, lo) - x) // (y - x)
-            else:
-                first_burst, last = begin + grain, end
-            if first_burst > last:
-                first_burst = last
-            if first_burst < now:  # streaming ahead of a producer not yet under way
-                first_burst = now
+        What a dependent reads of the spans is fixed before the loop (:func:`_streams`): the
+        first ones need ``i``'s first burst; each further one the part at ``a / width`` of
+        the span ``i`` moves, after streaming ``sub`` ps of its own bytes before it."""
+        base = begin + grain
+        first_burst = end if base > end else base  # i's data is complete only when i ends
+        if first_burst < now:  # streaming ahead of a producer not yet under way
+            first_burst = now
+        e, part, stop = first_edge[i], first_part[i], first_edge[i + 1]
+        while e < part:
+            j = edge_j[e]
+            e += 1
             if first_burst > head[j]:
                 head[j] = first_burst
-            if last > tail[j]:
-                tail[j] = last
+            if end > tail[j]:
+                tail[j] = end
+            waiting[j] -= 1
+            if not waiting[j]:
+                push(heap, (head[j], j, 0))
+        spread = end - begin
+        while e < stop:
+            j, a = edge_j[e], edge_a[e]
+            needed = base - edge_sub[e]
+            if a:
+                needed += spread * a // edge_w[e]
+            e += 1
+            if needed > end:
+                needed = end
+            if needed < now:
+                needed = now
+            if needed > head[j]:
+                head[j] = needed
+            if end > tail[j]:
+                tail[j] = end
             waiting[j] -= 1
             if not waiting[j]:
                 push(heap, (head[j], j, 0))
@@ -186,11 +193,12 @@ def simulate_events(
     while heap:
         now, i, hop = pop(heap)
         if i == rel:  # server `hop` frees: its first queued op starts
-            if not queue[hop]:
+            line = queue.get(hop)  # (get: no empty queue made for a server nobody waits on)
+            if not line:
                 busy[hop] = False
                 continue
             res = hop
-            i, hop = queue[hop].popleft()
+            i, hop = line.popleft()
             k = kind[i]
         elif hop < 0:  # a staging buffer comes back to the pair of transfer `i`
             c = conn[i]
@@ -279,3 +287,87 @@ def simulate_events(
             "raise chips.staging_buffers"
         )
     return op_log(net, program, np.asarray(nrec, dtype=np.int64), r_start, r_end, route_of)
+
+
+def _streams(
+    program: FabricProgram, total: list[int]
+) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+    """Per op ``i``, its dependents and what the streaming rule of :func:`simulate_events`
+    reads of their spans, fixed before the loop, as edges ``first_edge[i] ..
+    first_edge[i + 1]`` of the flat lists (dependent, ``a``, ``width``, ``sub``): those
+    before ``first_part[i]`` start at ``i``'s first burst, ``begin + grain``; each further
+    one ``j`` at ``begin + (end - begin) * a // width + grain - sub``.
+
+    ``j`` needs part of the span ``[lo, hi)`` it sees ``i`` move (``span[i]``, or a
+    quotient's ``seen_span[(i, j)]``) when ``hi > lo``, its own ``[x, y)`` shares an element
+    with it (a dependency between disjoint spans is an order, not data: ADR 0034) and
+    leaves some of it out: ``a`` is where the part it needs first starts (0 when that is
+    past the end), ``width = hi - lo``, and ``sub`` the time ``j`` streams its own bytes
+    before that part (``total[j] * (max(x, lo) - x) // (y - x)``). Where ``a`` and ``sub``
+    are 0 that is the first burst. Raises the errors of
+    :func:`~sim.fabric.program.dependents_of` (a dependency on a later op, a consumer of no
+    earlier transfer it depends on)."""
+    n = len(program)
+    deps = program.deps
+    nd = np.fromiter(map(len, deps), np.int64, n)
+    d = np.fromiter(itertools.chain.from_iterable(deps), np.int64, int(nd.sum()))
+    j = np.repeat(np.arange(n, dtype=np.int64), nd)
+    bad = (d < 0) | (d >= j)
+    if bad.any():
+        e = int(np.argmax(bad))
+        raise ValueError(
+            f"op {int(j[e])} depends on op {int(d[e])}; dependencies must be earlier ops"
+        )
+    t = np.asarray(program.consumes, dtype=np.int64)
+    kind = np.asarray(program.kind, dtype=np.int64)
+    ops = np.arange(n, dtype=np.int64)
+    listed = np.bincount(j[d == t[j]], minlength=n) > 0  # each consumer's transfer is a dep
+    has = t >= 0
+    stray = has & ((t >= ops) | (kind[np.where(has & (t < n), t, 0)] != TRANSFER) | ~listed)
+    if stray.any():
+        i = int(np.argmax(stray))
+        raise ValueError(
+            f"op {i} consumes op {int(t[i])}: it must be an earlier transfer it depends on"
+        )
+    span = np.fromiter(itertools.chain.from_iterable(program.span), np.int64, 2 * n)
+    span = span.reshape(-1, 2)
+    lo, hi = span[d, 0], span[d, 1]
+    if program.seen_span:  # a quotient's stand-ins: what j sees of the op d stands for
+        keys = np.fromiter((a * n + b for a, b in program.seen_span), np.int64)
+        vals = np.asarray(list(program.seen_span.values()), dtype=np.int64).reshape(-1, 2)
+        by = np.argsort(keys)
+        keys, vals = keys[by], vals[by]
+        code = d * n + j
+        pos = np.minimum(np.searchsorted(keys, code), len(keys) - 1)
+        hit = keys[pos] == code
+        lo, hi = np.where(hit, vals[pos, 0], lo), np.where(hit, vals[pos, 1], hi)
+    x, y = span[j, 0], span[j, 1]
+    part = (hi > lo) & (x < hi) & (lo < y) & ((x > lo) | (y < hi))  # shares: ADR 0034
+    a = np.maximum(x, lo) - lo
+    a = np.where(part & (a < np.minimum(y, hi) - lo), a, 0)
+    into = np.where(part, np.maximum(x, lo) - x, 0)  # j's own elements before that part
+    tot = np.asarray(total, dtype=np.int64)[j] if n else np.zeros(0, dtype=np.int64)
+    big = len(j) and int(tot.max()) * int(into.max()) >= 1 << 62
+    if big:  # the products pass int64: Python's integers
+        sub = [
+            p_ * q_ // r_ if q_ else 0
+            for p_, q_, r_ in zip(tot.tolist(), into.tolist(), (y - x).tolist(), strict=True)
+        ]
+        further = (a != 0) | np.asarray([v != 0 for v in sub], dtype=bool)
+    else:
+        sub_a = tot * into // np.maximum(y - x, 1)
+        further = (a != 0) | (sub_a != 0)
+    by = np.argsort((d * 2 + further) * n + j, kind="stable")  # producer, first burst first
+    count = np.bincount(d, minlength=n)
+    first_edge = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(count, out=first_edge[1:])
+    plain = np.bincount(d[~further], minlength=n)
+    sub_l = [sub[k] for k in by.tolist()] if big else sub_a[by].tolist()
+    return (
+        first_edge.tolist(),
+        (first_edge[:-1] + plain).tolist(),
+        j[by].tolist(),
+        a[by].tolist(),
+        np.where(a != 0, hi - lo, 1)[by].tolist(),
+        sub_l,
+    )

@@ -41,7 +41,9 @@ def op_holds(
             if bw not in code_of:
                 code_of[bw] = len(links)
                 links.append(k)
-        columns.append([code_of[net.link_bws[r[0]]] if r else 0 for r in routes])
+        # per link its bandwidth's code (a Fraction hashed per link, not per op)
+        link_code = [code_of[bw] for bw in net.link_bws]
+        columns.append([link_code[r[0]] if r else 0 for r in routes])
     code = np.zeros(len(program), dtype=np.int64)
     table = np.zeros((0, 1), dtype=np.int64)  # per code: the column values seen so far
     for col in columns:
@@ -90,9 +92,24 @@ def hop_holds(
             got = cache[key] = net.link_ps(nbytes, link)
         return got
 
+    # an op's holds follow from its bytes, its burst and its links' classes: each distinct
+    # (bytes, burst, classes of the route) worked out once (80 k ops, a few dozen distinct,
+    # on one rail of h100 at p = 256)
+    route_cls: dict[tuple[int, ...], tuple[int, ...]] = {}
+    done: dict[tuple[int, int, tuple[int, ...]], tuple[tuple[int, ...], int]] = {}
     own: list[tuple[int, ...]] = []
     grain: list[int] = []
     for r, b, g in zip(routes, program.nbytes, burst, strict=True):
-        own.append(tuple(ps(b, k) for k in r))
-        grain.append(max([g, *(ps(min(b, grain_bytes), k) for k in r)]))
+        rc = route_cls.get(r)
+        if rc is None:
+            rc = route_cls[r] = tuple(cls[k] for k in r)
+        key = (b, g, rc)
+        got = done.get(key)
+        if got is None:
+            got = done[key] = (
+                tuple(ps(b, k) for k in r),
+                max([g, *(ps(min(b, grain_bytes), k) for k in r)]),
+            )
+        own.append(got[0])
+        grain.append(got[1])
     return own, grain

@@ -76,7 +76,7 @@ class Network:
         ADR 0032): the dimensions', innermost first, or ``(chips,)`` without them."""
         return self.sizes if self.sizes and math.prod(self.sizes) == self.chips else (self.chips,)
 
-    @property
+    @cached_property  # hashes every link's Fraction: read by the holds and the engine
     def uniform(self) -> bool:
         """Whether every link has the same bandwidth, latency and setup."""
         return (

@@ -64,6 +64,7 @@ I64 = npt.NDArray[np.int64]
 
 __all__ = [
     "ChipGroup",
+    "LinkMaps",
     "Quotient",
     "digit_translations",
     "digit_xors",
@@ -458,16 +459,35 @@ def link_maps(net: Network, group: ChipGroup, elements: Sequence[int] | None = N
     """Per element of ``group`` (or of ``elements``, indices into it), the image of every
     link (``(elements, links)``), or None when one is not a network automorphism (links
     onto links of the same values)."""
-    lay = _Layout(net)
-    pick = range(group.order) if elements is None else elements
-    out = np.empty((len(pick), len(net.links)), dtype=np.int64)
-    for row, e in enumerate(pick):
-        nodes = lay.node_map(group.elements[e])
-        links = None if nodes is None else lay.link_map(nodes)
-        if links is None:
-            return None
-        out[row] = links
-    return out
+    return LinkMaps(net)(group, elements)
+
+
+class LinkMaps:
+    """:func:`link_maps` on one network, each chip permutation's link map computed once:
+    the groups tried on one program share generators (dimension 0's translation generates
+    its own group and the group of every translation)."""
+
+    def __init__(self, net: Network) -> None:
+        self._lay = _Layout(net)
+        self._rows: dict[bytes, I64 | None] = {}
+
+    def of(self, perm: I64) -> I64 | None:
+        """The image of every link under the chip permutation ``perm``, or None."""
+        key = perm.tobytes()
+        if key not in self._rows:
+            nodes = self._lay.node_map(perm)
+            self._rows[key] = None if nodes is None else self._lay.link_map(nodes)
+        return self._rows[key]
+
+    def __call__(self, group: ChipGroup, elements: Sequence[int] | None = None) -> I64 | None:
+        pick = range(group.order) if elements is None else elements
+        out = np.empty((len(pick), len(self._lay.u)), dtype=np.int64)
+        for row, e in enumerate(pick):
+            links = self.of(group.elements[e])
+            if links is None:
+                return None
+            out[row] = links
+        return out
 
 
 def link_orbit_minima(maps: I64) -> I64:
@@ -531,10 +551,13 @@ def seen_spans(
     if (same_key & (h[:, 1:] != h[:, :-1]).any(axis=0)).any():
         return None
     pick = np.flatnonzero(differ)
-    return {
-        (int(a), int(b)): (int(x), int(y))
-        for a, b, x, y in zip(qd[pick], qj[pick], lo[pick], hi[pick], strict=True)
-    }
+    return dict(  # keys and values as Python ints (tolist), not numpy scalars
+        zip(
+            zip(qd[pick].tolist(), qj[pick].tolist(), strict=True),
+            zip(lo[pick].tolist(), hi[pick].tolist(), strict=True),
+            strict=True,
+        )
+    )
 
 
 def _quotient_program(

@@ -196,3 +196,43 @@ def test_blocking_steps_are_the_references_on_random_programs() -> None:
         assert prog.deps == old.deps
         added += sum(a != b for a, b in zip(prog.deps, before, strict=True))
     assert added > 1000  # the blocking dependencies were there to find
+
+
+def _rows_compile(schedule: Schedule) -> Compiled:
+    from sim.collectives.compile import fabric_program_rows
+    from sim.collectives.schedule import message_rows
+
+    return fabric_program_rows(
+        dataclasses.replace(schedule, steps=()), message_rows(schedule.steps)
+    )
+
+
+def test_the_rows_compile_is_the_schedules() -> None:
+    """fabric_program_rows (the messages as arrays, chunks cut per distinct size) against
+    fabric_program on every case's schedules that land where they are sent, on the seeded
+    random ones (different chunk counts in a step, shared accumulators, the op-by-op
+    fallback) with empty steps planted before, between and after, and one landing offset
+    refused."""
+    from sim.collectives.compile import fabric_program_rows
+    from sim.collectives.schedule import message_rows
+
+    compared = 0
+    for case in CASES:
+        for schedule in _schedules(*case[1:5], **case[5]):
+            if not any(m.at is not None for s in schedule.steps for m in s):
+                _same(fabric_program(schedule), _rows_compile(schedule))
+                compared += 1
+    assert compared >= 100
+    rng = np.random.default_rng(20261207)
+    columns = 0
+    for _i in range(300):
+        schedule = _random_schedule(rng)
+        steps = [tuple(dataclasses.replace(m, at=None) for m in s) for s in schedule.steps]
+        steps = [(), *steps[:1], (), *steps[1:], ()]
+        schedule = dataclasses.replace(schedule, steps=tuple(steps))
+        _same(fabric_program(schedule), _rows_compile(schedule))
+        columns += _columns(schedule, *_plan(schedule)) is not None
+    assert 30 <= columns <= 270  # both paths taken
+    moved = Schedule("allreduce", "ring", 2, 8, 4, 64, ((Message(0, 1, 0, 4, False, at=4),),))
+    with pytest.raises(ValueError, match="lands"):
+        fabric_program_rows(moved, message_rows(moved.steps))

@@ -312,3 +312,92 @@ def test_the_list_replay_runs_where_it_should_and_wraps_as_numpy() -> None:
     assert inner(compiled, seq[order], (big, zero, zero), inputs) is None
     small = np.ones_like(big)
     assert inner(compiled, seq[order], (small, zero, zero), (small[:, 0], *inputs[1:])) is not None
+
+
+# --- the streaming rule fixed before the loop ----------------------------------------------------
+
+
+def _old_first_burst(
+    prog: FabricProgram, total: list[int], i: int, j: int, when: tuple[int, int, int, int]
+) -> int:
+    """The first burst dependent ``j`` gets from ``i`` by the rule as the loop read it per
+    edge before it was fixed beforehand (``events.produced``, verbatim but for the names,
+    with ADR 0034's overlap test: a dependent that shares no element needs no part)."""
+    begin, end, grain, now = when
+    spans = prog.span
+    lo, hi = prog.seen_span.get((i, j), spans[i])
+    width = hi - lo
+    x, y = spans[j]
+    if width > 0 and x < hi and lo < y and (x > lo or y < hi):  # j needs part of i's span
+        a = max(x, lo) - lo
+        if a >= min(y, hi) - lo:
+            a = 0
+        first_burst = begin + (end - begin) * a // width + grain
+        last = end
+        first_burst -= total[j] * (max(x, lo) - x) // (y - x)
+    else:
+        first_burst, last = begin + grain, end
+    if first_burst > last:
+        first_burst = last
+    if first_burst < now:
+        first_burst = now
+    return first_burst
+
+
+def _new_first_bursts(
+    streams: tuple[list[int], ...], i: int, when: tuple[int, int, int, int]
+) -> list[tuple[int, int]]:
+    """(dependent, first burst) of every edge of ``i`` as ``produced`` reads _streams."""
+    first_edge, first_part, edge_j, edge_a, edge_w, edge_sub = streams
+    begin, end, grain, now = when
+    out = []
+    for e in range(first_edge[i], first_edge[i + 1]):
+        got = begin + grain
+        if e >= first_part[i]:
+            got -= edge_sub[e]
+            if edge_a[e]:
+                got += (end - begin) * edge_a[e] // edge_w[e]
+        out.append((edge_j[e], max(min(got, end), now)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_streaming_rule_fixed_before_the_loop_is_the_per_edge_rule(seed: int) -> None:
+    """events._streams against the rule as produced read it per edge: random programs with
+    seen spans on random edges (a quotient's stand-ins), holds from ps to past int64 when
+    multiplied by an offset (Python's integers then), at random times; every edge once, the
+    same first burst; the same errors as dependents_of on a bad program."""
+    from sim.fabric.events import _streams
+    from sim.fabric.program import dependents_of
+
+    rng = np.random.default_rng(8100 + seed)
+    for _ in range(20):
+        prog = random_program(rng, int(rng.integers(2, 6)), int(rng.integers(1, 90)))
+        n = len(prog)
+        scale = int(rng.choice([1, 1000, 10**9, 10**14]))  # ps and elements: int64 each
+        total = [int(v) * scale for v in rng.integers(0, 5000, size=n)]
+        prog.span = [
+            (lo * scale, hi * scale) if rng.random() < 0.3 else (lo, hi) for lo, hi in prog.span
+        ]
+        for j, deps in enumerate(prog.deps):
+            for i in deps:
+                if rng.random() < 0.3:
+                    lo = int(rng.integers(0, 9))
+                    prog.seen_span[i, j] = (lo, lo + int(rng.integers(0, 6)))
+        streams = _streams(prog, total)
+        dependents = dependents_of(prog)
+        for i in range(n):
+            when = tuple(int(v) * scale for v in rng.integers(0, 10**4, size=4))
+            got = _new_first_bursts(streams, i, when)  # type: ignore[arg-type]
+            want = [(j, _old_first_burst(prog, total, i, j, when)) for j in dependents[i]]  # type: ignore[arg-type]
+            assert sorted(got) == sorted(want)
+    later = FabricProgram()
+    later.add(0, 0, 1, 64, 0, ())
+    later.add(0, 0, 1, 64, 0, (0, 2))
+    later.add(0, 0, 1, 64, 0, ())
+    stray = FabricProgram()
+    stray.add(0, 0, 1, 64, 0, ())
+    stray.add(1, 1, 1, 64, 0, (), consumes=0)
+    for bad in (later, stray):
+        assert _outcome(_streams, bad, [0] * len(bad)) == _outcome(dependents_of, bad)
+        assert isinstance(_outcome(dependents_of, bad), tuple)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -235,3 +236,104 @@ def test_refined_carries_a_stand_ins_cuts_to_its_consumer_to_a_fixpoint() -> Non
         _refined(
             bounds, np.asarray([0, 1]), np.asarray([2, 4]), np.asarray([1]), np.asarray([0]), 1
         )
+
+
+def _invariant_before(lay: Any, net: Any, group: Any, maps: Any, rt: Any) -> bool:
+    """orbit.invariant as it was before each generator's verdict was kept (verbatim)."""
+    from sim.collectives.orbit import _pieces_map, message_images
+    from sim.fabric import distinct
+
+    n = len(lay.src)
+    for g in group.generators:
+        img = message_images(lay, net.chips, group.elements, np.full(n, g, dtype=np.int64))
+        if img is None:
+            return False
+        same = (
+            (lay.hi[img] - lay.lo[img] == lay.hi - lay.lo).all()
+            and (lay.reduce[img] == lay.reduce).all()
+            and (lay.fresh[img] == lay.fresh).all()
+            and len(distinct(img[: lay.head])) == lay.head
+        )
+        if not same:
+            return False
+        if not _pieces_map(lay, img):
+            return False
+    p, h = net.chips, lay.head
+    lanes = int(lay.lane.max(initial=0)) + 1
+    trip = distinct((lay.src[:h] * p + lay.dst[:h]) * lanes + lay.lane[:h])
+    a, b, lane = trip // lanes // p, trip // lanes % p, trip % lanes
+    hops = rt.hops[a, b]
+    width = rt.links0.shape[2]
+    hop = np.arange(width)[None, :]
+    used = hop < hops[:, None]
+    mine = rt.link(a[:, None], b[:, None], lane[:, None], np.broadcast_to(hop, used.shape))
+    for row, g in enumerate(group.generators):
+        perm = group.elements[g]
+        ga, gb = perm[a], perm[b]
+        if not (rt.hops[ga, gb] == hops).all():
+            return False
+        there = rt.link(ga[:, None], gb[:, None], lane[:, None], np.broadcast_to(hop, used.shape))
+        if not (maps[row][mine] == there)[used].all():
+            return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "collective", "topo_name"),
+    [
+        ("hierarchical", "allreduce", "h100 2"),
+        ("hierarchical", "all_gather", "npu 4"),
+        ("tree_ring", "allreduce", "h100 2"),
+        ("direct", "reduce_scatter", "npu 4"),
+        ("ring", "allreduce", "npu 4"),
+    ],
+)
+def test_each_generators_verdict_is_the_groups_check(
+    algorithm: str, collective: str, topo_name: str
+) -> None:
+    """The groups tried on one schedule share generators, so each permutation's link map and
+    verdict are kept across them (LinkMaps, Invariance): over every group the fast path may
+    try, in its order, with one cache, each group's verdict is the check made afresh, and
+    the link maps are link_maps'."""
+    from sim.collectives.hierarchical import HIERARCHICAL_ALGORITHMS, hierarchical_messages
+    from sim.collectives.orbit import (
+        Invariance,
+        RouteTable,
+        groups_for,
+        invariant,
+        ring_layout,
+        schedule_layout,
+    )
+    from sim.fabric import LinkMaps, link_maps
+
+    name, outer = topo_name.split()
+    topo = _two_level(8, int(outer)) if name == "npu" else _h100(int(outer))
+    net = build_network(topo)  # type: ignore[arg-type]
+    sizes = tuple(net.sizes)
+    nbytes = 1 << 18
+    if algorithm == "ring":
+        lay = ring_layout(net, collective, nbytes // 4, 4, 1 << 16, 2)
+    elif algorithm in HIERARCHICAL_ALGORITHMS:
+        empty, rows = hierarchical_messages(topo, nbytes, algorithm, collective, network=net)  # type: ignore[arg-type]
+        lay = schedule_layout(empty, rows)
+    else:
+        lay = schedule_layout(build_schedule(topo, nbytes, algorithm, collective, network=net))  # type: ignore[arg-type]
+    assert lay is not None
+    rt = RouteTable(net, int(lay.lane.max(initial=0)) + 1)
+    shared, maps_of = Invariance(lay, net, rt), LinkMaps(net)
+    verdicts = []
+    for group in [*groups_for(sizes, net.ring_order()), *groups_for(sizes)]:
+        maps = link_maps(net, group, group.generators)
+        got = maps_of(group, group.generators)
+        assert (got is None) == (maps is None)
+        if maps is None:
+            continue
+        assert got is not None and (got == maps).all()
+        want = _invariant_before(lay, net, group, maps, rt)
+        perms = [group.elements[g] for g in group.generators]
+        assert shared.refuses(perms) <= (not want)
+        assert all(shared(x, row) for x, row in zip(perms, maps, strict=True)) == want
+        assert invariant(lay, net, group, maps, rt) == want
+        verdicts.append(want)
+    assert True in verdicts
+    assert (False in verdicts) == (algorithm != "direct")  # direct: every translation and xor

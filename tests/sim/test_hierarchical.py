@@ -94,6 +94,65 @@ def test_every_algorithm_is_right_from_the_data_that_travelled(
     assert run.time_ps > 0
 
 
+LANED = [
+    (D("switch", 4, 50, 500, ports=3), D("switch", 3, 25, 1000, ports=2)),
+    (D("ring", 3, 50, 500, links=2), D("switch", 2, 25, 1000, ports=4)),
+    (D("fully_connected", 3, 50, 500, links=4), D("ring", 1, 50, 500), D("switch", 2, 20, 800)),
+]
+
+
+@pytest.mark.parametrize("dims", [*SHAPES, *LANED])
+@pytest.mark.parametrize(
+    "algorithm,collective",
+    [
+        ("hierarchical", "allreduce"),
+        ("hierarchical", "reduce_scatter"),
+        ("hierarchical", "all_gather"),
+        ("tree_ring", "allreduce"),
+    ],
+)
+@pytest.mark.parametrize("elements", [1, 5, 37, 3 * 1024 + 7])
+def test_the_messages_as_arrays_are_the_schedules(
+    dims: tuple[DimensionConfig, ...], algorithm: str, collective: str, elements: int
+) -> None:
+    """hierarchical_messages (the lanes spread on arrays, for the fast paths) gives the
+    schedule's messages in its order, row for row, and the same schedule otherwise: with
+    lanes on any dimension, messages shorter than their lanes (kept whole), and sizes that
+    leave messages and whole steps empty (dropped, the steps renumbered)."""
+    from sim.collectives.schedule import ROWS, message_rows
+
+    topo = _with_dims(*dims)
+    n = 4 * elements * topo.chips.count if elements > 5 else 4 * elements
+    net = build_network(topo)
+    want = ar.build_schedule(topo, n, algorithm, collective, network=net)
+    empty, rows = hier.hierarchical_messages(topo, n, algorithm, collective, network=net)
+    assert rows.shape == (len(ROWS), sum(map(len, want.steps)))
+    assert (rows == message_rows(want.steps)).all()
+    assert empty == dataclasses.replace(want, steps=())
+
+
+def test_the_messages_as_arrays_drop_an_empty_step_as_the_schedule_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step whose messages are all empty (planted between two steps, and one of empty
+    messages) is left out and the later steps renumbered, as the schedule leaves it out."""
+    from sim.collectives.schedule import message_rows
+
+    real = hier._steps
+
+    def with_gaps(*args: object) -> list[list[ar.Message]]:
+        steps = real(*args)  # type: ignore[arg-type]
+        return [steps[0], [], [ar.Message(0, 1, 5, 5, True)], *steps[1:]]
+
+    monkeypatch.setattr(hier, "_steps", with_gaps)
+    topo = _with_dims(*LANED[0])
+    net = build_network(topo)
+    want = ar.build_schedule(topo, 4096 * topo.chips.count, "hierarchical", network=net)
+    _, rows = hier.hierarchical_messages(topo, 4096 * topo.chips.count, network=net)
+    assert len(want.steps) == len(real("hierarchical", "allreduce", (4, 3), ("direct",) * 2, 1))
+    assert (rows == message_rows(want.steps)).all()
+
+
 def test_a_planted_bug_is_caught_by_the_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each half of the tree phase on the wrong tree (both halves on tree 0, whose root has
     only its part of the result sent back) or an all-gather that skips the last dimension

@@ -56,7 +56,11 @@ def test_neutral_collectives_run_todays_program(algorithm: str) -> None:
     net = build_network(BASE)
     want = simulate_fabric(net, fabric_program(build_schedule(BASE, n, algorithm)).program)
     assert run.log.equals(want)
-    assert run.network == net and run.protocol == "simple" and run.channels == 0
+    # the topology's own network: every field, the routes route for route (a ring's fast
+    # path computes them when asked, sim.fabric.RingRoutes)
+    assert dataclasses.replace(run.network, routes=net.routes) == net
+    assert [list(row) for row in run.network.routes] == [list(row) for row in net.routes]
+    assert run.protocol == "simple" and run.channels == 0
     assert run.time_ps == want.makespan_ps
     assert protocol_network(net, CollectivesConfig(), "simple") is net
 

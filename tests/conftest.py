@@ -18,6 +18,24 @@ def topo() -> Topology:
     return load_topology("npu-1h")
 
 
+@pytest.fixture
+def routes_a_hop_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted bug: every route of two or more hops stops one hop short (the routes
+    ``sim.fabric.network`` builds), so a transfer's data never crosses its last link."""
+    import dataclasses
+
+    import sim.fabric.network
+
+    real = sim.fabric.network.build_dimensions
+
+    def short(*args: Any) -> Any:
+        built = real(*args)
+        routes = tuple(tuple(r[:-1] if len(r) > 1 else r for r in row) for row in built.routes)
+        return dataclasses.replace(built, routes=routes)
+
+    monkeypatch.setattr(sim.fabric.network, "build_dimensions", short)
+
+
 @pytest.fixture(scope="session")
 def make_topo(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Topology]:
     """Build a topology from npu-1h with some ``section__key`` (or top-level) values changed."""

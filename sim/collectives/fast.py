@@ -161,10 +161,13 @@ def _view(topo: Topology) -> Network:
     return build_network(topo.replace_chips(count=3))
 
 
-def time_quotient(topo: Topology, case: RingCase) -> tuple[FabricProgram, OpLog]:
-    """Chip 0's program and its records, timed by the event loop on the three-chip view."""
+def time_quotient(
+    topo: Topology, case: RingCase, view: Network | None = None
+) -> tuple[FabricProgram, OpLog]:
+    """Chip 0's program and its records, timed by the event loop on the three-chip view
+    (``view``: :func:`_view` of ``topo``, where the caller has it)."""
     prog = quotient_program(case)
-    return prog, simulate_fabric(_view(topo), prog)
+    return prog, simulate_fabric(_view(topo) if view is None else view, prog)
 
 
 def _rep_log(net: Network, case: RingCase, view_log: OpLog) -> OpLog:
@@ -441,8 +444,9 @@ def symmetric_run(
     case = ring_case(topo, nbytes, algorithm, collective, chunk_bytes)
     if case is None:
         return None
-    net = ring_network(topo)
-    prog, view_log = time_quotient(topo, case)
+    view = _view(topo)  # the three-chip view is also the lazy ring network's template
+    net = ring_network(topo, three=view)
+    prog, view_log = time_quotient(topo, case, view)
     rep = _rep_log(net, case, view_log)
     log = SymmetricLog(rep, case.chips, _expander(net, case, rep))
     checked = _replay(case, prog, rep, net.latency_ps)

@@ -77,15 +77,16 @@ class RingRoutes(Sequence[Sequence[tuple[int, ...]]]):
         return (self[s] for s in range(self.p))
 
 
-def ring_network(topo: Topology, *, exact_up_to: int = 4) -> Network:
+def ring_network(topo: Topology, *, exact_up_to: int = 4, three: Network | None = None) -> Network:
     """The network of a ``ring`` topology: :func:`build_network` itself up to ``exact_up_to``
     chips; above, the same links with routes computed when asked (:class:`RingRoutes`, equal
     route for route: the symmetric paths read a few, and a 64-chip ring's 4,096 routes were
-    a fifth of its allreduce's time)."""
+    a fifth of its allreduce's time). ``three``: the topology's three-chip network, where the
+    caller has built it already (its values are the ring's)."""
     p = topo.chips.count
     if p <= exact_up_to or p < 3:
         return build_network(topo)
-    small = build_network(topo.replace_chips(count=3))
+    small = build_network(topo.replace_chips(count=3)) if three is None else three
     links, _up, _down = ring_links(p)
     routes = cast(Any, RingRoutes(p))
     n = len(links)

@@ -30,9 +30,9 @@ import numpy as np
 from sim.collectives.channels import set_lanes
 from sim.collectives.schedule import (
     I64,
-    Message,
     Range,
     Schedule,
+    message_steps,
 )
 from sim.fabric import (
     COPY,
@@ -257,10 +257,7 @@ def fabric_program_rows(schedule: Schedule, rows: I64) -> Compiled:
     got = _columns_of_rows(schedule, rows, nsteps) if rows.shape[1] and not one_step else None
     if got is not None:
         return got
-    steps: list[list[Message]] = [[] for _ in range(nsteps)]
-    for s, a, b, lo, hi, red, fresh, lane, _moved in rows.T.tolist():
-        steps[s].append(Message(a, b, lo, hi, bool(red), bool(fresh), lane))
-    return fabric_program(replace(schedule, steps=tuple(tuple(s) for s in steps)))
+    return fabric_program(replace(schedule, steps=message_steps(rows, nsteps)))
 
 
 def _columns_of_rows(schedule: Schedule, rows: I64, nsteps: int) -> Compiled | None:

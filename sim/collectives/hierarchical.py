@@ -46,6 +46,7 @@ from sim.collectives.schedule import (
     Schedule,
     message_chunk,
     message_rows,
+    message_steps,
 )
 from sim.collectives.trees import double_binary_tree, tree_levels
 from sim.fabric import Network, build_network, distinct
@@ -250,35 +251,6 @@ def _steps(
     return _zip(*per_half)
 
 
-def spread_over_lanes(steps: Steps, net: Network) -> Steps:
-    """Every message split evenly over the lanes (parallel links or switch ports) of its
-    first hop, part ``i`` on lane ``i``, as NCCL spreads a node's traffic over its channels;
-    on networks without lanes the steps as they are."""
-    if not net.parallel:
-        return steps
-    out: Steps = []
-    cuts: dict[tuple[int, int], list[Range]] = {}  # _ranges(lo, hi) is _ranges(0, hi - lo) + lo
-    for step in steps:
-        spread: list[Message] = []
-        for m in step:
-            first = net.route(m.src, m.dst)
-            lanes = len(net.parallel[first[0]]) if first else 1
-            size = m.hi - m.lo
-            if lanes <= 1 or size < lanes:
-                spread.append(m)
-                continue
-            rel = cuts.get((size, lanes))
-            if rel is None:
-                rel = cuts[size, lanes] = _ranges(0, size, lanes)
-            lo = m.lo
-            spread += [  # (not dataclasses.replace: 129 k messages at p = 256 took 0.5 s)
-                Message(m.src, m.dst, lo + a, lo + b, m.reduce, m.fresh, i, m.at)
-                for i, (a, b) in enumerate(rel)
-            ]
-        out.append(spread)
-    return out
-
-
 def hierarchical_schedule(
     topo: Topology,
     nbytes: int,
@@ -292,13 +264,16 @@ def hierarchical_schedule(
     """The schedule of a ``hierarchical`` or ``tree_ring`` collective of ``nbytes`` on
     ``topo``'s dimensions (module docstring). ``per_dimension``: ``ring`` or ``direct`` for
     each dimension (default :func:`dimension_algorithms`)."""
-    steps, net, empty = _prepared(
-        topo, nbytes, algorithm, collective, chunk_bytes, network, per_dimension
+    empty, rows = hierarchical_messages(
+        topo,
+        nbytes,
+        algorithm,
+        collective,
+        chunk_bytes=chunk_bytes,
+        network=network,
+        per_dimension=per_dimension,
     )
-    steps = spread_over_lanes(steps, net)
-    return replace(
-        empty, steps=tuple(t for t in (tuple(m for m in s if m.hi > m.lo) for s in steps) if t)
-    )
+    return replace(empty, steps=message_steps(rows))
 
 
 def hierarchical_messages(
@@ -309,13 +284,16 @@ def hierarchical_messages(
     *,
     chunk_bytes: int | None = None,
     network: Network | None = None,
+    per_dimension: Sequence[str] | None = None,
 ) -> tuple[Schedule, I64]:
     """:func:`hierarchical_schedule` as its schedule without steps and its messages as
-    :func:`~sim.collectives.schedule.message_rows` (the same messages in the same order),
-    the lanes spread as arrays (:func:`spread_rows`): the fast paths read the messages as
-    arrays, and building 129 k lane messages as objects was a tenth of the h100
-    ``hierarchical`` allreduce at p = 256."""
-    steps, net, empty = _prepared(topo, nbytes, algorithm, collective, chunk_bytes, network, None)
+    :func:`~sim.collectives.schedule.message_rows`, the lanes spread as arrays
+    (:func:`spread_rows`), empty messages and then empty steps left out (the steps
+    renumbered): the fast paths read the messages as arrays, and building 129 k lane
+    messages as objects was a tenth of the h100 ``hierarchical`` allreduce at p = 256."""
+    steps, net, empty = _prepared(
+        topo, nbytes, algorithm, collective, chunk_bytes, network, per_dimension
+    )
     rows = spread_rows(message_rows(steps), net)
     keep = rows[:, rows[4] > rows[3]]
     used = distinct(keep[0])  # the steps left with a message, renumbered
@@ -324,9 +302,11 @@ def hierarchical_messages(
 
 
 def spread_rows(rows: I64, net: Network) -> I64:
-    """:func:`spread_over_lanes` on :func:`~sim.collectives.schedule.message_rows`: every
-    message of at least as many elements as its first hop has lanes cut by :func:`_ranges`
-    into one message per lane, part ``i`` on lane ``i``, in place of the message."""
+    """Every message of :func:`~sim.collectives.schedule.message_rows` split evenly over the
+    lanes (parallel links or switch ports) of its first hop, as NCCL spreads a node's
+    traffic over its channels: one of at least as many elements as lanes cut by
+    :func:`_ranges` into one message per lane, part ``i`` on lane ``i``, in its place; on
+    networks without lanes the rows as they are."""
     if not net.parallel or not rows.shape[1]:
         return rows
     p = net.chips

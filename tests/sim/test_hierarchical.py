@@ -101,6 +101,31 @@ LANED = [
 ]
 
 
+def _schedule_before(topo: Topology, n: int, algorithm: str, collective: str) -> ar.Schedule:
+    """The schedule as hierarchical_schedule built it before the lanes were spread on arrays:
+    spread_over_lanes on the messages (verbatim but for its name), empty messages and then
+    empty steps left out."""
+    steps, net, empty = hier._prepared(topo, n, algorithm, collective, None, None, None)
+    if net.parallel:
+        out = []
+        for step in steps:
+            spread: list[ar.Message] = []
+            for m in step:
+                first = net.route(m.src, m.dst)
+                lanes = len(net.parallel[first[0]]) if first else 1
+                if lanes <= 1 or m.hi - m.lo < lanes:
+                    spread.append(m)
+                    continue
+                spread += [
+                    dataclasses.replace(m, lo=lo, hi=hi, lane=i)
+                    for i, (lo, hi) in enumerate(hier._ranges(m.lo, m.hi, lanes))
+                ]
+            out.append(spread)
+        steps = out
+    kept = tuple(t for t in (tuple(m for m in s if m.hi > m.lo) for s in steps) if t)
+    return dataclasses.replace(empty, steps=kept)
+
+
 @pytest.mark.parametrize("dims", [*SHAPES, *LANED])
 @pytest.mark.parametrize(
     "algorithm,collective",
@@ -115,16 +140,18 @@ LANED = [
 def test_the_messages_as_arrays_are_the_schedules(
     dims: tuple[DimensionConfig, ...], algorithm: str, collective: str, elements: int
 ) -> None:
-    """hierarchical_messages (the lanes spread on arrays, for the fast paths) gives the
-    schedule's messages in its order, row for row, and the same schedule otherwise: with
-    lanes on any dimension, messages shorter than their lanes (kept whole), and sizes that
-    leave messages and whole steps empty (dropped, the steps renumbered)."""
+    """hierarchical_messages (the lanes spread on arrays) gives the messages the schedule
+    had when its lanes were spread message by message, in its order, row for row, and the
+    same schedule otherwise: with lanes on any dimension, messages shorter than their lanes
+    (kept whole), and sizes that leave messages and whole steps empty (dropped, the steps
+    renumbered). The schedule built from them is that schedule, message for message."""
     from sim.collectives.schedule import ROWS, message_rows
 
     topo = _with_dims(*dims)
     n = 4 * elements * topo.chips.count if elements > 5 else 4 * elements
     net = build_network(topo)
-    want = ar.build_schedule(topo, n, algorithm, collective, network=net)
+    want = _schedule_before(topo, n, algorithm, collective)
+    assert ar.build_schedule(topo, n, algorithm, collective, network=net) == want
     empty, rows = hier.hierarchical_messages(topo, n, algorithm, collective, network=net)
     assert rows.shape == (len(ROWS), sum(map(len, want.steps)))
     assert (rows == message_rows(want.steps)).all()
@@ -147,7 +174,8 @@ def test_the_messages_as_arrays_drop_an_empty_step_as_the_schedule_does(
     monkeypatch.setattr(hier, "_steps", with_gaps)
     topo = _with_dims(*LANED[0])
     net = build_network(topo)
-    want = ar.build_schedule(topo, 4096 * topo.chips.count, "hierarchical", network=net)
+    want = _schedule_before(topo, 4096 * topo.chips.count, "hierarchical", "allreduce")
+    assert ar.build_schedule(topo, 4096 * topo.chips.count, "hierarchical", network=net) == want
     _, rows = hier.hierarchical_messages(topo, 4096 * topo.chips.count, network=net)
     assert len(want.steps) == len(real("hierarchical", "allreduce", (4, 3), ("direct",) * 2, 1))
     assert (rows == message_rows(want.steps)).all()

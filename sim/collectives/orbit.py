@@ -268,19 +268,14 @@ def _pieces_map(lay: Layout, img: I64) -> bool:
     return len(distinct(pairs // len(cuts))) == len(pairs) == len(distinct(pairs % len(cuts)))
 
 
-def invariant(lay: Layout, net: Network, group: ChipGroup, maps: I64, rt: RouteTable) -> bool:
-    """Every generator maps the schedule onto itself (module docstring) and, by its link
-    map (``maps``, one row per generator), every message's route onto its image's: then so
-    does every element, the layout being closed under the generators."""
-    check = Invariance(lay, net, rt)
-    return all(check(group.elements[g], maps[row]) for row, g in enumerate(group.generators))
-
-
 class Invariance:
-    """:func:`invariant` of one generator at a time, each chip permutation checked once on
-    ``lay``: the groups tried on one schedule share generators (dimension 0's translation
-    generates its own group and the group of every translation), and a permutation that
-    fails refuses every group it generates before anything else is checked."""
+    """Whether a group's generators map the schedule ``lay`` onto itself (module docstring):
+    each maps every message onto a message and, by its link map, every message's route onto
+    its image's; then so does every element, the layout being closed under the generators.
+    One generator at a time, each chip permutation checked once: the groups tried on one
+    schedule share generators (dimension 0's translation generates its own group and the
+    group of every translation), and a permutation that fails refuses every group it
+    generates before anything else is checked."""
 
     def __init__(self, lay: Layout, net: Network, rt: RouteTable) -> None:
         self.lay, self.net, self.rt = lay, net, rt

@@ -239,7 +239,8 @@ def test_refined_carries_a_stand_ins_cuts_to_its_consumer_to_a_fixpoint() -> Non
 
 
 def _invariant_before(lay: Any, net: Any, group: Any, maps: Any, rt: Any) -> bool:
-    """orbit.invariant as it was before each generator's verdict was kept (verbatim)."""
+    """orbit.invariant as it was before each generator's verdict was kept (verbatim; now
+    orbit.Invariance)."""
     from sim.collectives.orbit import _pieces_map, message_images
     from sim.fabric import distinct
 
@@ -300,7 +301,6 @@ def test_each_generators_verdict_is_the_groups_check(
         Invariance,
         RouteTable,
         groups_for,
-        invariant,
         ring_layout,
         schedule_layout,
     )
@@ -333,7 +333,8 @@ def test_each_generators_verdict_is_the_groups_check(
         perms = [group.elements[g] for g in group.generators]
         assert shared.refuses(perms) <= (not want)
         assert all(shared(x, row) for x, row in zip(perms, maps, strict=True)) == want
-        assert invariant(lay, net, group, maps, rt) == want
+        fresh = Invariance(lay, net, rt)  # the check made afresh, nothing kept
+        assert all(fresh(x, row) for x, row in zip(perms, maps, strict=True)) == want
         verdicts.append(want)
     assert True in verdicts
     assert (False in verdicts) == (algorithm != "direct")  # direct: every translation and xor

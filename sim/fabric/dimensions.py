@@ -141,7 +141,6 @@ def build_dimensions(dims: tuple[DimensionConfig, ...]) -> Dimensions:
 
     # a route is its dimensions' segments in order; each (dimension, from, to digit) once
     segments: dict[tuple[int, int, int], tuple[int, ...]] = {}
-    switches = [_one(switch_of, k) for k in range(len(dims))]
     rings: dict[tuple[int, int], tuple[list[int], list[int]]] = {}  # links up, down, twice
 
     def ring_segment(k: int, base: int, a: int, b: int) -> tuple[int, ...]:
@@ -171,12 +170,13 @@ def build_dimensions(dims: tuple[DimensionConfig, ...]) -> Dimensions:
                 route += ring_segment(k, at - a * stride, a, b)
                 at += (b - a) * stride
                 continue
+            to = at + (b - a) * stride  # only digit k differs: its dimension's segment
             got = segments.get((k, at, b))
             if got is None:
-                nodes = [at, *_node_path(dims[k : k + 1], [stride], switches[k], at, dst)]
+                nodes = [at, *_node_path(dims, strides, switch_of, at, to)]
                 got = segments[k, at, b] = tuple(index[uv] for uv in itertools.pairwise(nodes))
             route += got
-            at += (b - a) * stride
+            at = to
         return route
 
     if len(dims) == 1 and dims[0].shape == RING:  # one ring: each route one slice
@@ -193,11 +193,6 @@ def build_dimensions(dims: tuple[DimensionConfig, ...]) -> Dimensions:
         link_bws=tuple(value[uv][1] for uv in links),
         link_latencies_ps=tuple(value[uv][2] for uv in links),
     )
-
-
-def _one(switch_of: dict[tuple[int, int], int], k: int) -> dict[tuple[int, int], int]:
-    """``switch_of`` for dimension ``k`` alone, keyed as the dimension's own index 0."""
-    return {(0, base): node for (d, base), node in switch_of.items() if d == k}
 
 
 def _node_path(

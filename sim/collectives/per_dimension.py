@@ -8,21 +8,28 @@ latency from one dimension to the next, so the one-value model of
 ``link_latency_ns``, plus ``nic_latency_ns`` at both ends of a switch traversal), and
 ``beta_i``, its busiest resource: the bytes a link carries in the step over that link's
 bandwidth (the dimension's ``link_bw_gbs``), or the bytes a chip reduces (``1 /
-reduce_gbs``) or moves through its HBM. A message may leave once the data it sends has come
-in: the step that last wrote its elements on the sender, ``alpha`` after that step started,
-plus the share of that step's time before those elements (chunks stream, so a ring's next
-step follows its chunk, not the whole message), plus one burst ``g``; it cannot end before
-its data has all come in; a pair's chunks wait for the receiver's staging buffers, which
-fly back after the chunk they held is consumed (``k`` chunks through ``b`` buffers take
-``k / b`` credit round trips at least). A step starts when its data is ready and its links
-and engines are free (a resource serves one step at a time), and ends ``beta_i`` later at
-the earliest:
+reduce_gbs``) or moves through its HBM. A message may leave once its first chunk's data
+has come in (its own data is there from the start; data another step wrote, ``alpha``
+after that step started, plus the share of that step's time before those elements, since
+chunks stream, plus one burst ``g``); it cannot end before its data has all come in; a
+pair's chunks wait for the receiver's staging buffers, which fly back after the chunk they
+held is consumed (``k`` chunks through ``b`` buffers take ``k / b`` credit round trips at
+least). A step starts when its data is ready and its links and engines are free (a
+resource serves one step at a time), and ends ``beta_i`` later at the earliest:
 
     ready_i = max over messages of  start_j + alpha_j + g + lo_frac * (end_j - start_j)
     start_i = max(ready_i, free(links and engines of step i))
-    end_i   = max(start_i + beta_i, last_i),  last_i = max end_j + alpha_j + g over its data
+    end_i   = max(start_i + beta_i, last_i, served_i),  last_i = max end_j + alpha_j + g
 
-and the collective ends when the last step's data has arrived: ``max_i end_i + alpha_i + g``.
+``served_i``: the step's links serve its chunks first come, first served, each chunk once
+the last of its elements is in (a chunk of a message made of the chip's own block and a
+piece that is still arriving waits for that piece; the sender's other chunks go first);
+a chunk reaches its next hop one latency after it started on this one (cut-through), so
+the chunks several senders send one receiver queue at its port. ``g`` is one burst of the
+message, or its whole chunk when that is smaller (small messages forward chunk by
+chunk), through its slowest link and into the receiver (a reduction: its engine or HBM's
+read and write; a copy: HBM). The collective ends when the last step's data has arrived:
+``max_i end_i + alpha_i + g``.
 On a ring of ``S`` steps of ``m`` bytes this is ``S max(alpha, m beta) + min(alpha, m beta)``
 up to ``g``: ``steps x (latency + NIC) + bytes / bandwidth`` where latency dominates, the
 pipelined bandwidth term where bytes do.
@@ -49,6 +56,8 @@ machine (no run can beat them):
 from __future__ import annotations
 
 import math
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sim.collectives.algorithms import build_schedule
@@ -67,6 +76,9 @@ __all__ = [
     "dimension_model_ps",
     "model_fields",
 ]
+
+
+Rec = tuple[float, float, float, int, int, float]  # start, end, alpha, chunks, sharing, burst
 
 
 @dataclass(frozen=True)
@@ -104,14 +116,14 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
     bpe = schedule.bytes_per_element
     gamma = 1000.0 / float(topo.chips.reduce_bw)
     mem = 1000.0 / float(topo.hbm.bw)
-    slow = 1000.0 / float(min(net.link_bws, default=1))
-    g = topo.hbm.burst_bytes * (slow + max(gamma, 2 * mem))  # one burst: a link, a reduction
+    burst = topo.hbm.burst_bytes
     link_beta = [1000.0 / float(bw) for bw in net.link_bws]
+    lat = net.link_latencies_ps
     free: dict[object, float] = {}  # per resource: when it has done its work so far
     credits: dict[tuple[int, int, int], list[float]] = {}  # per pair: when each buffer is back
     buffers = net.staging_buffers
-    pieces: dict[Range, int] = {}  # a message's range -> its chunks
-    recs: list[tuple[float, float, float, int, int]] = []  # start, end, alpha, chunks, sharing
+    pieces: dict[Range, list[Range]] = {}  # a message's range -> its chunks
+    recs: list[Rec] = []  # per message: start, end, alpha, chunks, sharing, grain
     written: list[list[tuple[int, int, int]]] = [[] for _ in range(schedule.chips)]
     rows: list[tuple[float, float, float, float]] = []
     finish = textbook = 0.0
@@ -120,15 +132,19 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
         work: dict[object, float] = {}
         count: dict[int, int] = {}  # messages per link in this step (they take turns by chunk)
         pair_chunks: dict[tuple[int, int, int], int] = {}
+        queue: list[tuple[float, int, tuple[int, ...], int]] = []  # per chunk: ready, #, route, B
         for m in step:
             for x in net.route(m.src, m.dst, m.lane):
                 count[x] = count.get(x, 0) + 1
         for m in step:
             nb = (m.hi - m.lo) * bpe
             route = net.route(m.src, m.dst, m.lane)
-            k = pieces.setdefault(
-                (m.lo, m.hi), len(chunks(m.lo, m.hi, bpe, schedule.chunk_bytes, schedule.depth))
-            )
+            cs = pieces.get((m.lo, m.hi))
+            if cs is None:
+                cs = pieces[m.lo, m.hi] = chunks(
+                    m.lo, m.hi, bpe, schedule.chunk_bytes, schedule.depth
+                )
+            k = len(cs)
             setup = net.link_setup_ps  # a protocol's handshake per chunk (ADR 0023)
             uses: dict[object, float] = {
                 x: nb * link_beta[x] + (k * setup[x] if setup else 0) for x in route
@@ -136,7 +152,7 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
             if m.reduce:
                 uses["engine", m.dst] = nb * gamma
             uses["hbm", m.dst] = (2 if m.reduce else 1) * nb * mem
-            alpha = float(sum(net.link_latencies_ps[x] for x in route))
+            alpha = float(sum(lat[x] for x in route))
             used = credits.setdefault((m.src, m.dst, m.lane), [])
             ready = used[len(used) - buffers] if len(used) >= buffers else 0.0
             back = len(used) + k - 1 - buffers  # the buffer its last chunk waits for
@@ -145,11 +161,18 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
             if m.fresh or not any(lo < m.hi and m.lo < hi for lo, hi, _r in mine):
                 key = ("hbm", m.src)  # the chip's own input: read from HBM
                 uses[key] = uses.get(key, 0.0) + nb * mem
-            else:
-                ready = max(ready, _first_ready(mine, m.lo, recs, g))
+                queue += [
+                    (ready, len(queue) + i, route, (c1 - c0) * bpe) for i, (c0, c1) in enumerate(cs)
+                ]
+            else:  # it leaves with its first chunk in: its own data, or the first to come in
+                ready = max(ready, min(_first_ready(mine, c0, recs) for c0, _c1 in cs))
+                queue += [  # a chunk is ready when its last element is in
+                    (_first_ready(mine, c1 - 1, recs), len(queue) + i, route, (c1 - c0) * bpe)
+                    for i, (c0, c1) in enumerate(cs)
+                ]
                 for lo, hi, r in reversed(mine):
                     if lo < m.hi and m.lo < hi:  # the latest message that wrote any of them
-                        last = max(last, recs[r][1] + recs[r][2] + g)
+                        last = max(last, recs[r][1] + recs[r][2] + recs[r][5])
                         break
             start = max([ready, *(free.get(x, 0.0) for x in route)])
             plans.append((m, uses, alpha, start, last, k))
@@ -160,20 +183,26 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
         for _m, uses, _a, start, _l, _k in plans:
             for y in uses:
                 begin[y] = min(begin.get(y, start), start)
+        served = _served_in_order(queue, free, link_beta, lat)
         for y, w in work.items():  # each resource does the step's work once it can begin
             free[y] = max(free.get(y, 0.0), begin[y]) + w
         first_start, last_end, top_alpha = math.inf, 0.0, 0.0
         for m, uses, alpha, start, last, k in plans:
-            end = max([last, *(free[y] for y in uses)])
+            route = net.route(m.src, m.dst, m.lane)
+            end = max([last, *(free[y] for y in uses), *(served[x] for x in route)])
+            # one burst, or the whole chunk when it is smaller, through its slowest link and
+            # into the receiver (a reduction: the engine or HBM's read and write; a copy: HBM)
+            g = min(burst, (m.hi - m.lo) * bpe / k) * (
+                max(link_beta[x] for x in route) + (max(gamma, 2 * mem) if m.reduce else mem)
+            )
             both = pair_chunks[m.src, m.dst, m.lane]  # the pair's chunks in this step share buffers
+            back = max(lat[x] for x in route)
             if both > buffers:  # a window of `buffers` chunks per credit round trip
-                back = max(net.link_latencies_ps[x] for x in net.route(m.src, m.dst, m.lane))
-                piece = max(uses[x] for x in net.route(m.src, m.dst, m.lane)) / k
+                piece = max(uses[x] for x in route) / k
                 end = max(end, start + both / buffers * (alpha + piece + g + back))
-            share = max((count[x] for x in net.route(m.src, m.dst, m.lane)), default=1)
-            recs.append((start, end, alpha, k, share))
+            share = max((count[x] for x in route), default=1)
+            recs.append((start, end, alpha, k, share, g))
             written[m.dst].append((m.lo, m.hi, len(recs) - 1))
-            back = max(net.link_latencies_ps[x] for x in net.route(m.src, m.dst, m.lane))
             credits[m.src, m.dst, m.lane] += [  # chunk j is consumed (j + 1) / k of the way through
                 start + alpha + (j + 1) / k * (end - start) + g + back for j in range(k)
             ]
@@ -186,19 +215,47 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
     return DimensionModel(finish, textbook, tuple(rows))
 
 
-def _first_ready(
-    written: list[tuple[int, int, int]],
-    element: int,
-    recs: list[tuple[float, float, float, int, int]],
-    g: float,
-) -> float:
+def _served_in_order(
+    queue: list[tuple[float, int, tuple[int, ...], int]],
+    free: dict[object, float],
+    link_beta: list[float],
+    lat: Sequence[int],
+) -> dict[int, float]:
+    """When each link has served the step's chunks (``queue``: per chunk its ready time, its
+    place in program order, its route and bytes), first come, first served as the links of
+    the machine do: a link takes them once free of earlier steps (``free``) in the order
+    they are ready; a chunk reaches its next hop one latency after it started on this one
+    (cut-through) and ends there no earlier than one latency after it ended here. Per link,
+    its last end less the latencies before it on the route, so it compares with a
+    message's first-hop ``end`` (its arrival is ``end + alpha``)."""
+    served: dict[int, float] = defaultdict(float)
+    at: dict[int, float] = {}  # per link: when it is free within the step
+    hop = 0
+    state = [(r, r, o, route, nb) for r, o, route, nb in queue]  # ready, end floor, ...
+    while state:
+        state.sort(key=lambda z: (z[0], z[2]))
+        nxt = []
+        for ready, floor, o, route, nb in state:
+            x = route[hop]
+            t = max(ready, at[x] if x in at else free.get(x, 0.0))
+            end = max(t + nb * link_beta[x], floor)
+            at[x] = end
+            served[x] = max(served[x], end - sum(lat[y] for y in route[:hop]))
+            if hop + 1 < len(route):
+                nxt.append((t + lat[x], end + lat[x], o, route, nb))
+        state = nxt
+        hop += 1
+    return served
+
+
+def _first_ready(written: list[tuple[int, int, int]], element: int, recs: list[Rec]) -> float:
     """When ``element`` is there on a chip: the latest message that wrote it, ``alpha`` after
     it started, plus the share of its time before the element's chunk ``j`` of ``k`` is in
     (chunks stream in order; ``M`` messages sharing a link take turns chunk by chunk, so
-    chunk ``j`` is in ``(j + 1 - 1/M) / k`` of the way through)."""
+    chunk ``j`` is in ``(j + 1 - 1/M) / k`` of the way through), plus its burst ``g``."""
     for lo, hi, r in reversed(written):
         if lo <= element < hi:
-            s_r, e_r, a_r, k, share = recs[r]
+            s_r, e_r, a_r, k, share, g = recs[r]
             j = min(k - 1, (element - lo) * k // (hi - lo))
             return s_r + a_r + g + (j + 1 - 1 / share) / k * (e_r - s_r)
     return 0.0

@@ -14,22 +14,25 @@ after that step started, plus the share of that step's time before those element
 chunks stream, plus one burst ``g``); it cannot end before its data has all come in; a
 pair's chunks wait for the receiver's staging buffers, which fly back after the chunk they
 held is consumed (``k`` chunks through ``b`` buffers take ``k / b`` credit round trips at
-least). A step starts when its data is ready and its links and engines are free (a
-resource serves one step at a time), and ends ``beta_i`` later at the earliest:
+least). An engine or a chip's HBM serves one step at a time; a link serves chunks
+(``sent_i`` below). A step starts when its data is ready and ends ``beta_i`` later at the
+earliest:
 
     ready_i = max over messages of  start_j + alpha_j + g + lo_frac * (end_j - start_j)
-    start_i = max(ready_i, free(links and engines of step i))
-    end_i   = max(start_i + beta_i, last_i, served_i),  last_i = max end_j + alpha_j + g
+    start_i = max(ready_i, first chunk of step i on its first hop)
+    end_i   = max(start_i + beta_i, last_i, sent_i, free(engines, HBM of step i)),
+    last_i  = max end_j + alpha_j + g over its data
 
-``served_i``: the step's links serve its chunks first come, first served, each chunk once
-the last of its elements is in (a chunk of a message made of the chip's own block and a
-piece that is still arriving waits for that piece; the sender's other chunks go first);
-a chunk reaches its next hop one latency after it started on this one (cut-through), so
-the chunks several senders send one receiver queue at its port. ``g`` is one burst of the
-message, or its whole chunk when that is smaller (small messages forward chunk by
-chunk), through its slowest link and into the receiver (a reduction: its engine or HBM's
-read and write; a copy: HBM). The collective ends when the last step's data has arrived:
-``max_i end_i + alpha_i + g``.
+``sent_i``: the links carry chunks first come, first served, each chunk once the last of
+its elements is in (a chunk of a message made of the chip's own block and a piece that is
+still arriving waits for that piece; the sender's other chunks go first), each into the
+first time from then that its link is idle for it: a later step's chunk goes while an
+earlier step's waits for its data. A chunk reaches its next hop one latency after it
+started on this one (cut-through), so the chunks several senders send one receiver queue
+at its port. ``g`` is one burst of the message, or its whole chunk when that is smaller
+(small messages forward chunk by chunk), through its slowest link and into the receiver
+(a reduction: its engine or HBM's read and write; a copy: HBM). The collective ends when
+the last step's data has arrived: ``max_i end_i + alpha_i + g``.
 On a ring of ``S`` steps of ``m`` bytes this is ``S max(alpha, m beta) + min(alpha, m beta)``
 up to ``g``: ``steps x (latency + NIC) + bytes / bandwidth`` where latency dominates, the
 pipelined bandwidth term where bytes do.
@@ -55,8 +58,8 @@ machine (no run can beat them):
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -64,7 +67,7 @@ from sim.collectives.algorithms import build_schedule
 from sim.collectives.compile import chunks
 from sim.collectives.hierarchical import HIERARCHICAL_ALGORITHMS, dimension_groups
 from sim.collectives.protocols import choose_protocol, protocol_network
-from sim.collectives.schedule import CollectiveError, Range, Schedule
+from sim.collectives.schedule import CollectiveError, Message, Range, Schedule
 from sim.fabric import Network, build_network
 from sim.topology import Topology, dimensions_of
 
@@ -79,6 +82,7 @@ __all__ = [
 
 
 Rec = tuple[float, float, float, int, int, float]  # start, end, alpha, chunks, sharing, burst
+Chunk = tuple[float, int, tuple[int, ...], int, int]  # ready, program order, route, bytes, message
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,8 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
     burst = topo.hbm.burst_bytes
     link_beta = [1000.0 / float(bw) for bw in net.link_bws]
     lat = net.link_latencies_ps
-    free: dict[object, float] = {}  # per resource: when it has done its work so far
+    free: dict[object, float] = {}  # per engine and HBM: when it has done its work so far
+    busy: dict[int, tuple[list[float], list[float]]] = {}  # per link: when it is busy
     credits: dict[tuple[int, int, int], list[float]] = {}  # per pair: when each buffer is back
     buffers = net.staging_buffers
     pieces: dict[Range, list[Range]] = {}  # a message's range -> its chunks
@@ -128,11 +133,11 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
     rows: list[tuple[float, float, float, float]] = []
     finish = textbook = 0.0
     for step in schedule.steps:
-        plans = []
+        plans: list[tuple[Message, dict[object, float], float, float, float, int]] = []
         work: dict[object, float] = {}
         count: dict[int, int] = {}  # messages per link in this step (they take turns by chunk)
         pair_chunks: dict[tuple[int, int, int], int] = {}
-        queue: list[tuple[float, int, tuple[int, ...], int]] = []  # per chunk: ready, #, route, B
+        queue: list[Chunk] = []
         for m in step:
             for x in net.route(m.src, m.dst, m.lane):
                 count[x] = count.get(x, 0) + 1
@@ -162,34 +167,42 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
                 key = ("hbm", m.src)  # the chip's own input: read from HBM
                 uses[key] = uses.get(key, 0.0) + nb * mem
                 queue += [
-                    (ready, len(queue) + i, route, (c1 - c0) * bpe) for i, (c0, c1) in enumerate(cs)
+                    (ready, len(queue) + i, route, (c1 - c0) * bpe, len(plans))
+                    for i, (c0, c1) in enumerate(cs)
                 ]
             else:  # it leaves with its first chunk in: its own data, or the first to come in
                 ready = max(ready, min(_first_ready(mine, c0, recs) for c0, _c1 in cs))
                 queue += [  # a chunk is ready when its last element is in
-                    (_first_ready(mine, c1 - 1, recs), len(queue) + i, route, (c1 - c0) * bpe)
+                    (
+                        _first_ready(mine, c1 - 1, recs),
+                        len(queue) + i,
+                        route,
+                        (c1 - c0) * bpe,
+                        len(plans),
+                    )
                     for i, (c0, c1) in enumerate(cs)
                 ]
                 for lo, hi, r in reversed(mine):
                     if lo < m.hi and m.lo < hi:  # the latest message that wrote any of them
                         last = max(last, recs[r][1] + recs[r][2] + recs[r][5])
                         break
-            start = max([ready, *(free.get(x, 0.0) for x in route)])
-            plans.append((m, uses, alpha, start, last, k))
+            plans.append((m, uses, alpha, ready, last, k))
             pair_chunks[m.src, m.dst, m.lane] = pair_chunks.get((m.src, m.dst, m.lane), 0) + k
             for y, w in uses.items():
                 work[y] = work.get(y, 0.0) + w
         begin: dict[object, float] = {}
-        for _m, uses, _a, start, _l, _k in plans:
+        for _m, uses, _a, ready, _l, _k in plans:
             for y in uses:
-                begin[y] = min(begin.get(y, start), start)
-        served = _served_in_order(queue, free, link_beta, lat)
-        for y, w in work.items():  # each resource does the step's work once it can begin
-            free[y] = max(free.get(y, 0.0), begin[y]) + w
+                begin[y] = min(begin.get(y, ready), ready)
+        sent = _send(queue, len(plans), busy, link_beta, lat)
+        for y, w in work.items():  # an engine or HBM does the step's work once it can begin
+            if not isinstance(y, int):
+                free[y] = max(free.get(y, 0.0), begin[y]) + w
         first_start, last_end, top_alpha = math.inf, 0.0, 0.0
-        for m, uses, alpha, start, last, k in plans:
+        for (m, uses, alpha, ready, last, k), (first, done) in zip(plans, sent, strict=True):
             route = net.route(m.src, m.dst, m.lane)
-            end = max([last, *(free[y] for y in uses), *(served[x] for x in route)])
+            start = max(ready, first)
+            end = max([last, done, *(free[y] for y in uses if y in free)])
             # one burst, or the whole chunk when it is smaller, through its slowest link and
             # into the receiver (a reduction: the engine or HBM's read and write; a copy: HBM)
             g = min(burst, (m.hi - m.lo) * bpe / k) * (
@@ -215,37 +228,60 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
     return DimensionModel(finish, textbook, tuple(rows))
 
 
-def _served_in_order(
-    queue: list[tuple[float, int, tuple[int, ...], int]],
-    free: dict[object, float],
+def _send(
+    queue: list[Chunk],
+    messages: int,
+    busy: dict[int, tuple[list[float], list[float]]],
     link_beta: list[float],
     lat: Sequence[int],
-) -> dict[int, float]:
-    """When each link has served the step's chunks (``queue``: per chunk its ready time, its
-    place in program order, its route and bytes), first come, first served as the links of
-    the machine do: a link takes them once free of earlier steps (``free``) in the order
-    they are ready; a chunk reaches its next hop one latency after it started on this one
-    (cut-through) and ends there no earlier than one latency after it ended here. Per link,
-    its last end less the latencies before it on the route, so it compares with a
-    message's first-hop ``end`` (its arrival is ``end + alpha``)."""
-    served: dict[int, float] = defaultdict(float)
-    at: dict[int, float] = {}  # per link: when it is free within the step
+) -> list[tuple[float, float]]:
+    """When each message of the step starts and ends on its links, chunk by chunk (module
+    docstring, ``sent_i``): each link takes the step's chunks in the order they are ready
+    (``queue``: per chunk its ready time, its place in program order, its route, bytes and
+    message), each into the first time from then that the link is idle for it (``busy``:
+    per link the sorted starts and ends of what it carries, over the whole walk, so a later
+    step's chunk goes while an earlier step waits for its data, as first come, first served
+    links do). A chunk reaches its next hop one latency after it started on this one
+    (cut-through) and ends there no earlier than one latency after it ended here. Per
+    message: its first chunk's start on the first hop and its last chunk's end on the last
+    hop less the latencies before it (so its arrival is that end plus ``alpha``)."""
+    times: dict[int, tuple[float, float]] = {}
     hop = 0
-    state = [(r, r, o, route, nb) for r, o, route, nb in queue]  # ready, end floor, ...
+    state = [(r, r, o, route, nb, mi) for r, o, route, nb, mi in queue]  # ready, end floor, ...
     while state:
         state.sort(key=lambda z: (z[0], z[2]))
         nxt = []
-        for ready, floor, o, route, nb in state:
+        for ready, floor, o, route, nb, mi in state:
             x = route[hop]
-            t = max(ready, at[x] if x in at else free.get(x, 0.0))
-            end = max(t + nb * link_beta[x], floor)
-            at[x] = end
-            served[x] = max(served[x], end - sum(lat[y] for y in route[:hop]))
+            starts, ends = busy.setdefault(x, ([], []))
+            t, d = ready, nb * link_beta[x]
+            i = bisect.bisect_right(ends, t)  # the first interval still busy at t
+            while i < len(starts) and starts[i] < max(t + d, floor):
+                t = max(t, ends[i])
+                i += 1
+            end = max(t + d, floor)
+            if i and ends[i - 1] >= t:  # it goes on from the interval before: join them
+                if i < len(starts) and starts[i] <= end:
+                    ends[i - 1] = ends.pop(i)
+                    del starts[i]
+                else:
+                    ends[i - 1] = end
+            elif i < len(starts) and starts[i] <= end:
+                starts[i] = t
+            else:
+                starts.insert(i, t)
+                ends.insert(i, end)
+            first, done = times.get(mi, (t, 0.0))
+            if hop == 0:
+                first = min(first, t)
             if hop + 1 < len(route):
-                nxt.append((t + lat[x], end + lat[x], o, route, nb))
+                nxt.append((t + lat[x], end + lat[x], o, route, nb, mi))
+            else:
+                done = max(done, end - sum(lat[y] for y in route[:hop]))
+            times[mi] = (first, done)
         state = nxt
         hop += 1
-    return served
+    return [times.get(mi, (0.0, 0.0)) for mi in range(messages)]
 
 
 def _first_ready(written: list[tuple[int, int, int]], element: int, recs: list[Rec]) -> float:

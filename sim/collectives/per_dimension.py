@@ -8,8 +8,8 @@ latency from one dimension to the next, so the one-value model of
 ``link_latency_ns``, plus ``nic_latency_ns`` at both ends of a switch traversal), and
 ``beta_i``, its busiest resource: the bytes a link carries in the step over that link's
 bandwidth (the dimension's ``link_bw_gbs``), or the bytes a chip reduces (``1 /
-reduce_gbs``) or moves through its HBM. A message may leave once its first chunk's data
-has come in (its own data is there from the start; data another step wrote, ``alpha``
+reduce_gbs``) or moves through its HBM. A message may leave once one of its chunks has all
+its data in (its own data is there from the start; data another step wrote, ``alpha``
 after that step started, plus the share of that step's time before those elements, since
 chunks stream, plus one burst ``g``); it cannot end before its data has all come in; a
 pair's chunks wait for the receiver's staging buffers, which fly back after the chunk they
@@ -23,9 +23,10 @@ earliest:
     end_i   = max(start_i + beta_i, last_i, sent_i, free(engines, HBM of step i)),
     last_i  = max end_j + alpha_j + g over its data
 
-``sent_i``: the links carry chunks first come, first served, each chunk once the last of
-its elements is in (a chunk of a message made of the chip's own block and a piece that is
-still arriving waits for that piece; the sender's other chunks go first), each into the
+``sent_i``: the links carry chunks first come, first served, each chunk once all of its
+elements are in (a chunk of a message made of the chip's own block and a piece that is
+still arriving waits for that piece, and a chunk that straddles pieces from two senders
+for the later one; the sender's other chunks go first), each into the
 first time from then that its link is idle for it: a later step's chunk goes while an
 earlier step's waits for its data. A chunk reaches its next hop one latency after it
 started on this one (cut-through), so the chunks several senders send one receiver queue
@@ -171,10 +172,10 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
                     for i, (c0, c1) in enumerate(cs)
                 ]
             else:  # it leaves with its first chunk in: its own data, or the first to come in
-                ready = max(ready, min(_first_ready(mine, c0, recs) for c0, _c1 in cs))
+                ready = max(ready, min(_in(mine, c0, c1, recs) for c0, c1 in cs))
                 queue += [  # a chunk is ready when its last element is in
                     (
-                        _first_ready(mine, c1 - 1, recs),
+                        _in(mine, c0, c1, recs),
                         len(queue) + i,
                         route,
                         (c1 - c0) * bpe,
@@ -284,17 +285,29 @@ def _send(
     return [times.get(mi, (0.0, 0.0)) for mi in range(messages)]
 
 
-def _first_ready(written: list[tuple[int, int, int]], element: int, recs: list[Rec]) -> float:
-    """When ``element`` is there on a chip: the latest message that wrote it, ``alpha`` after
-    it started, plus the share of its time before the element's chunk ``j`` of ``k`` is in
-    (chunks stream in order; ``M`` messages sharing a link take turns chunk by chunk, so
-    chunk ``j`` is in ``(j + 1 - 1/M) / k`` of the way through), plus its burst ``g``."""
-    for lo, hi, r in reversed(written):
-        if lo <= element < hi:
+def _in(written: list[tuple[int, int, int]], lo: int, hi: int, recs: list[Rec]) -> float:
+    """When all of elements ``[lo, hi)`` are there on a chip: over the pieces of the range,
+    each from the latest message that wrote it, the latest time that message's chunk ``j``
+    of ``k`` holding the piece's last element is in: ``alpha`` after the message started,
+    plus ``(j + 1 - 1/M) / k`` of its time (chunks stream in order; ``M`` messages sharing a
+    link take turns chunk by chunk), plus its burst ``g``. 0 for what no message wrote."""
+    out = 0.0
+    todo = [(lo, hi)]  # the parts not yet found in a later message
+    for w_lo, w_hi, r in reversed(written):
+        rest = []
+        for a, b in todo:
+            x, y = max(a, w_lo), min(b, w_hi)
+            if x >= y:
+                rest.append((a, b))
+                continue
+            rest += [part for part in ((a, x), (y, b)) if part[0] < part[1]]
             s_r, e_r, a_r, k, share, g = recs[r]
-            j = min(k - 1, (element - lo) * k // (hi - lo))
-            return s_r + a_r + g + (j + 1 - 1 / share) / k * (e_r - s_r)
-    return 0.0
+            j = min(k - 1, (y - 1 - w_lo) * k // (w_hi - w_lo))
+            out = max(out, s_r + a_r + g + (j + 1 - 1 / share) / k * (e_r - s_r))
+        todo = rest
+        if not todo:
+            break
+    return out
 
 
 def model_fields(

@@ -450,6 +450,22 @@ def test_a_link_carries_a_later_steps_chunks_while_an_earlier_step_waits() -> No
     assert abs(model_ps / sim_ps - 1) < 0.12, (model_ps, sim_ps)
 
 
+def test_a_chunk_that_straddles_two_senders_pieces_waits_for_both() -> None:
+    """All-gather back down: a 12.5 GB/s switch of 3 brings each chip its two peers' blocks
+    in 107 KB chunks, taking the four messages in turn; the 25 GB/s pair above forwards the
+    chip's own block and both received ones in 322 KB chunks, so its third chunk holds the
+    end of one peer's block and the start of the other's. It goes when both are in, near the
+    end of the switch step. The model that read a chunk's readiness from its last element
+    alone was 24 % fast; over every piece of the chunk it is within 7 %."""
+    topo = _with_dims(
+        D("ring", 3, 50, 100), D("fully_connected", 2, 25, 1000), D("switch", 3, 12.5, 500)
+    )
+    n = 15476828
+    sim_ps = ar.run_collective(topo, n, "hierarchical", "all_gather").time_ps
+    model_ps = dimension_model_ps(topo, "hierarchical", n, "all_gather").time_ps
+    assert abs(model_ps / sim_ps - 1) < 0.07, (model_ps, sim_ps)
+
+
 def test_a_message_leaves_with_its_first_chunk_in() -> None:
     """The all-gather back down a fully connected dimension sends each peer the chip's own
     block and the block the ring step before just brought in, as one message: its own

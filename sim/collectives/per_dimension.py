@@ -83,7 +83,9 @@ __all__ = [
 
 
 Rec = tuple[float, float, float, int, int, float]  # start, end, alpha, chunks, sharing, burst
-Chunk = tuple[float, int, tuple[int, ...], int, int]  # ready, program order, route, bytes, message
+# per chunk: ready, program order (chunk i of message m: (i, m), the step's messages take
+# turns one chunk each, as the compiled program orders them), route, bytes, message
+Chunk = tuple[float, tuple[int, int], tuple[int, ...], int, int]
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
                 key = ("hbm", m.src)  # the chip's own input: read from HBM
                 uses[key] = uses.get(key, 0.0) + nb * mem
                 queue += [
-                    (ready, len(queue) + i, route, (c1 - c0) * bpe, len(plans))
+                    (ready, (i, len(plans)), route, (c1 - c0) * bpe, len(plans))
                     for i, (c0, c1) in enumerate(cs)
                 ]
             else:  # it leaves with its first chunk in: its own data, or the first to come in
@@ -176,7 +178,7 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
                 queue += [  # a chunk is ready when its last element is in
                     (
                         _in(mine, c0, c1, recs),
-                        len(queue) + i,
+                        (i, len(plans)),
                         route,
                         (c1 - c0) * bpe,
                         len(plans),

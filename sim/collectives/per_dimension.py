@@ -11,16 +11,18 @@ bandwidth (the dimension's ``link_bw_gbs``), or the bytes a chip reduces (``1 /
 reduce_gbs``) or moves through its HBM. A message may leave once one of its chunks has all
 its data in (its own data is there from the start; data another step wrote, ``alpha``
 after that step started, plus the share of that step's time before those elements, since
-chunks stream, plus one burst ``g``; a step's time is its links', or its receivers' from
-the first arrival when that is longer); it cannot end before its data has all come in; a
+chunks stream, plus one burst ``g``, and no earlier than that share of its receivers'
+time, from when their engines and HBM begin on it to its end); it cannot end before its
+data has all come in; a
 pair's chunks wait for the receiver's staging buffers, which fly back after the chunk they
 held is consumed (``k`` chunks through ``b`` buffers take ``k / b`` credit round trips at
 least). An engine or a chip's HBM serves one step at a time; a link serves chunks
 (``sent_i`` below). A step starts when its data is ready and ends ``beta_i`` later at the
 earliest:
 
-    ready_i = max over messages of  start_j + alpha_j + g + lo_frac * took_j,
-    took_j  = max(sent_j - start_j, end_j - alpha_j - start_j)
+    ready_i = max over messages of  max(start_j + alpha_j + g + lo_frac * (sent_j - start_j),
+                                        recv_j + g + lo_frac * (end_j - recv_j)),
+    recv_j  = max(start_j + alpha_j, when its receiver's engine and HBM are free for it)
     start_i = max(ready_i, first chunk of step i on its first hop)
     end_i   = max(start_i + beta_i, last_i, sent_i, free(engines, HBM of step i)),
     last_i  = max end_j + alpha_j + g over its data
@@ -84,8 +86,9 @@ __all__ = [
 ]
 
 
-# per message: start, end, alpha, chunks, sharing, burst, when its links have sent it
-Rec = tuple[float, float, float, int, int, float, float]
+# per message: start, end, alpha, chunks, sharing, burst, when its links have sent it, when
+# its receiver begins on it
+Rec = tuple[float, float, float, int, int, float, float, float]
 # per chunk: ready, program order (chunk i of message m: (i, m), the step's messages take
 # turns one chunk each, as the compiled program orders them), route, bytes, message
 Chunk = tuple[float, tuple[int, int], tuple[int, ...], int, int]
@@ -201,9 +204,9 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
             for y in uses:
                 begin[y] = min(begin.get(y, ready), ready)
         sent = _send(queue, len(plans), busy, link_beta, lat)
-        for y, w in work.items():  # an engine or HBM does the step's work once it can begin
-            if not isinstance(y, int):
-                free[y] = max(free.get(y, 0.0), begin[y]) + w
+        ahead = {y: max(free.get(y, 0.0), begin[y]) for y in work if not isinstance(y, int)}
+        for y, at in ahead.items():  # an engine or HBM does the step's work once it can begin
+            free[y] = at + work[y]
         first_start, last_end, top_alpha = math.inf, 0.0, 0.0
         for (m, uses, alpha, ready, last, k), (first, done) in zip(plans, sent, strict=True):
             route = net.route(m.src, m.dst, m.lane)
@@ -220,7 +223,15 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
                 piece = max(uses[x] for x in route) / k
                 end = max(end, start + both / buffers * (alpha + piece + g + back))
             share = max((count[x] for x in route), default=1)
-            recs.append((start, end, alpha, k, share, g, max(last, done)))
+            # its receiver's engine and HBM begin on it with its first chunk in and their
+            # earlier steps' work done
+            recv = max(
+                [
+                    start + alpha,
+                    *(ahead[y] for y in (("engine", m.dst), ("hbm", m.dst)) if y in ahead),
+                ]
+            )
+            recs.append((start, end, alpha, k, share, g, max(last, done), recv))
             written[m.dst].append((m.lo, m.hi, len(recs) - 1))
             credits[m.src, m.dst, m.lane] += [  # chunk j is consumed (j + 1) / k of the way through
                 start + alpha + (j + 1) / k * (end - start) + g + back for j in range(k)
@@ -295,9 +306,10 @@ def _in(written: list[tuple[int, int, int]], lo: int, hi: int, recs: list[Rec]) 
     each from the latest message that wrote it, the latest time that message's chunk ``j``
     of ``k`` holding the piece's last element is in: ``alpha`` after the message started,
     plus ``(j + 1 - 1/M) / k`` of its time (chunks stream in order; ``M`` messages sharing a
-    link take turns chunk by chunk), plus its burst ``g``. Its time: what its links took to
-    send it, or, when longer, what its receiver's engine and HBM took from its first chunk's
-    arrival (``alpha`` after it started) to its end. 0 for what no message wrote."""
+    link take turns chunk by chunk), plus its burst ``g``; and no earlier than that share of
+    its receiver's time, from when its engine and HBM begin on it (its first chunk in,
+    ``alpha`` after it started, and their earlier steps' work done) to its end, plus ``g``.
+    0 for what no message wrote."""
     out = 0.0
     todo = [(lo, hi)]  # the parts not yet found in a later message
     for w_lo, w_hi, r in reversed(written):
@@ -308,10 +320,10 @@ def _in(written: list[tuple[int, int, int]], lo: int, hi: int, recs: list[Rec]) 
                 rest.append((a, b))
                 continue
             rest += [part for part in ((a, x), (y, b)) if part[0] < part[1]]
-            s_r, e_r, a_r, k, share, g, sent = recs[r]
+            s_r, e_r, a_r, k, share, g, sent, recv = recs[r]
             j = min(k - 1, (y - 1 - w_lo) * k // (w_hi - w_lo))
-            took = max(sent - s_r, e_r - s_r - a_r)  # its links', or its receiver's, time
-            out = max(out, s_r + a_r + g + (j + 1 - 1 / share) / k * took)
+            f = (j + 1 - 1 / share) / k  # of its links' time, and of its receiver's
+            out = max(out, s_r + a_r + g + f * (sent - s_r), recv + g + f * (e_r - recv))
         todo = rest
         if not todo:
             break

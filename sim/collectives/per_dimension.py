@@ -179,17 +179,12 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
                     (ready, (i, len(plans)), route, (c1 - c0) * bpe, len(plans))
                     for i, (c0, c1) in enumerate(cs)
                 ]
-            else:  # it leaves with its first chunk in: its own data, or the first to come in
-                ready = max(ready, min(_in(mine, c0, c1, recs) for c0, c1 in cs))
-                queue += [  # a chunk is ready when its last element is in
-                    (
-                        _in(mine, c0, c1, recs),
-                        (i, len(plans)),
-                        route,
-                        (c1 - c0) * bpe,
-                        len(plans),
-                    )
-                    for i, (c0, c1) in enumerate(cs)
+            else:  # a chunk is ready when all its elements are in, the message with its first
+                ins = [_in(mine, c0, c1, recs) for c0, c1 in cs]
+                ready = max(ready, min(ins))
+                queue += [
+                    (t, (i, len(plans)), route, (c1 - c0) * bpe, len(plans))
+                    for i, (t, (c0, c1)) in enumerate(zip(ins, cs, strict=True))
                 ]
                 for lo, hi, r in reversed(mine):
                     if lo < m.hi and m.lo < hi:  # the latest message that wrote any of them

@@ -396,7 +396,7 @@ def test_the_per_dimension_model_is_near_the_simulator(
 ) -> None:
     """The per-dimension model (sim.collectives.model for these algorithms) within 15 % of
     the simulated time on these configurations (10 % on the one ADR 0032 lists;
-    benchmarks/ccl_hier_model.py prints the error over random ones: median 0.7 %), and no
+    benchmarks/ccl_hier_model.py prints the error over random ones: median 0.5 %), and no
     slower than the unpipelined textbook sum."""
     topo = _with_dims(*dims)
     n = n // 4 * 4

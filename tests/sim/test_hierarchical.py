@@ -407,6 +407,12 @@ def test_the_per_dimension_model_is_near_the_simulator(
     assert m.textbook_ps >= m.time_ps
 
 
+def _model_error(topo: Topology, algorithm: str, n: int, collective: str = "allreduce") -> float:
+    """How far the per-dimension model is from the simulator: ``|model / sim - 1|``."""
+    sim_ps = ar.run_collective(topo, n, algorithm, collective).time_ps
+    return abs(dimension_model_ps(topo, algorithm, n, collective).time_ps / sim_ps - 1)
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_the_model_forwards_small_messages_chunk_by_chunk(seed: int) -> None:
     """At 1-4 KiB a chunk is smaller than an HBM burst, so a step's data goes on as soon as
@@ -418,9 +424,7 @@ def test_the_model_forwards_small_messages_chunk_by_chunk(seed: int) -> None:
         topo = _with_dims(*_random_dims(rng))
         n = 4 * int(rng.integers(256, 1024))
         algorithm = str(rng.choice(["hierarchical", "tree_ring"]))
-        sim_ps = ar.run_collective(topo, n, algorithm).time_ps
-        model_ps = dimension_model_ps(topo, algorithm, n).time_ps
-        assert abs(model_ps / sim_ps - 1) < 0.03, (topo.chips.dimensions, algorithm, n)
+        assert _model_error(topo, algorithm, n) < 0.03, (topo.chips.dimensions, algorithm, n)
 
 
 def test_senders_queue_at_a_shared_receiver_port() -> None:
@@ -430,10 +434,7 @@ def test_senders_queue_at_a_shared_receiver_port() -> None:
     each step's chunks at every link of their routes, first come, first served, and is
     within 5 % (the step-level model was 25 % fast)."""
     topo = _with_dims(D("switch", 3, 200, 100, nic_latency_ns=2000), D("switch", 5, 12.5, 100))
-    n = 4534552
-    sim_ps = ar.run_collective(topo, n, "hierarchical", "reduce_scatter").time_ps
-    model_ps = dimension_model_ps(topo, "hierarchical", n, "reduce_scatter").time_ps
-    assert abs(model_ps / sim_ps - 1) < 0.05, (model_ps, sim_ps)
+    assert _model_error(topo, "hierarchical", 4534552, "reduce_scatter") < 0.05
 
 
 def test_a_link_carries_a_later_steps_chunks_while_an_earlier_step_waits() -> None:
@@ -444,10 +445,7 @@ def test_a_link_carries_a_later_steps_chunks_while_an_earlier_step_waits() -> No
     serve one step at a time was 30 % slow, the model that fits a chunk into the first
     time its link is idle is within 12 %."""
     topo = _with_dims(D("switch", 2, 25, 500, nic_latency_ns=2000), D("ring", 3, 12.5, 1000))
-    n = 720924
-    sim_ps = ar.allreduce(topo, n, "tree_ring").time_ps
-    model_ps = dimension_model_ps(topo, "tree_ring", n).time_ps
-    assert abs(model_ps / sim_ps - 1) < 0.12, (model_ps, sim_ps)
+    assert _model_error(topo, "tree_ring", 720924) < 0.12
 
 
 def test_a_chunk_that_straddles_two_senders_pieces_waits_for_both() -> None:
@@ -462,10 +460,7 @@ def test_a_chunk_that_straddles_two_senders_pieces_waits_for_both() -> None:
     topo = _with_dims(
         D("ring", 3, 50, 100), D("fully_connected", 2, 25, 1000), D("switch", 3, 12.5, 500)
     )
-    n = 15476828
-    sim_ps = ar.run_collective(topo, n, "hierarchical", "all_gather").time_ps
-    model_ps = dimension_model_ps(topo, "hierarchical", n, "all_gather").time_ps
-    assert abs(model_ps / sim_ps - 1) < 0.15, (model_ps, sim_ps)
+    assert _model_error(topo, "hierarchical", 15476828, "all_gather") < 0.15
 
 
 def test_messages_on_one_link_take_turns_chunk_by_chunk() -> None:
@@ -476,10 +471,7 @@ def test_messages_on_one_link_take_turns_chunk_by_chunk() -> None:
     for the whole first one and was 23 % fast at the end; with the program's order it is
     within 5 %."""
     topo = _with_dims(D("switch", 2, 12.5, 500, nic_latency_ns=500), D("switch", 5, 12.5, 1000))
-    n = 825700
-    sim_ps = ar.run_collective(topo, n, "hierarchical", "all_gather").time_ps
-    model_ps = dimension_model_ps(topo, "hierarchical", n, "all_gather").time_ps
-    assert abs(model_ps / sim_ps - 1) < 0.05, (model_ps, sim_ps)
+    assert _model_error(topo, "hierarchical", 825700, "all_gather") < 0.05
 
 
 def test_a_step_that_its_receivers_hbm_paces_hands_on_its_data_as_they_reduce() -> None:
@@ -490,10 +482,7 @@ def test_a_step_that_its_receivers_hbm_paces_hands_on_its_data_as_they_reduce() 
     the latency on top was 10 % slow; taking the receivers' time from the first arrival,
     it is within 5 %."""
     topo = _with_dims(D("switch", 3, 200, 500, nic_latency_ns=2000), D("switch", 4, 100, 1000))
-    n = 333800
-    sim_ps = ar.run_collective(topo, n, "hierarchical", "reduce_scatter").time_ps
-    model_ps = dimension_model_ps(topo, "hierarchical", n, "reduce_scatter").time_ps
-    assert abs(model_ps / sim_ps - 1) < 0.05, (model_ps, sim_ps)
+    assert _model_error(topo, "hierarchical", 333800, "reduce_scatter") < 0.05
 
 
 def test_a_reduction_waits_for_its_chips_hbm_to_finish_the_step_before() -> None:
@@ -504,10 +493,7 @@ def test_a_reduction_waits_for_its_chips_hbm_to_finish_the_step_before() -> None
     one latency after it started was 23 % fast; its receivers now begin on a message when
     their engine and HBM are free of the steps before, and it is within 3 %."""
     topo = _with_dims(D("fully_connected", 4, 200, 2000), D("ring", 3, 25, 1000))
-    n = 13944000
-    sim_ps = ar.allreduce(topo, n, "tree_ring").time_ps
-    model_ps = dimension_model_ps(topo, "tree_ring", n).time_ps
-    assert abs(model_ps / sim_ps - 1) < 0.03, (model_ps, sim_ps)
+    assert _model_error(topo, "tree_ring", 13944000) < 0.03
 
 
 def test_a_message_leaves_with_its_first_chunk_in() -> None:
@@ -516,10 +502,7 @@ def test_a_message_leaves_with_its_first_chunk_in() -> None:
     chunks go first while the rest arrives. The model starts it with its first chunk in
     (not its first element's) and is within 15 % (28 % slow before)."""
     topo = _with_dims(D("fully_connected", 5, 25, 2000), D("ring", 2, 25, 500))
-    n = 802188
-    sim_ps = ar.allreduce(topo, n, "hierarchical").time_ps
-    model_ps = dimension_model_ps(topo, "hierarchical", n).time_ps
-    assert abs(model_ps / sim_ps - 1) < 0.15, (model_ps, sim_ps)
+    assert _model_error(topo, "hierarchical", 802188) < 0.15
 
 
 def test_the_model_follows_messages_of_more_chunks_than_staging_buffers() -> None:

@@ -198,7 +198,7 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
         for _m, uses, _a, ready, _l, _k in plans:
             for y in uses:
                 begin[y] = min(begin.get(y, ready), ready)
-        sent = _send(queue, len(plans), busy, link_beta, lat)
+        sent = _send(queue, len(plans), busy, link_beta, lat, net.link_setup_ps)
         ahead = {y: max(free.get(y, 0.0), begin[y]) for y in work if not isinstance(y, int)}
         for y, at in ahead.items():  # an engine or HBM does the step's work once it can begin
             free[y] = at + work[y]
@@ -246,6 +246,7 @@ def _send(
     busy: dict[int, tuple[list[float], list[float]]],
     link_beta: list[float],
     lat: Sequence[int],
+    setup: Sequence[int],
 ) -> list[tuple[float, float]]:
     """When each message of the step starts and ends on its links, chunk by chunk (module
     docstring, ``sent_i``): each link takes the step's chunks in the order they are ready
@@ -256,7 +257,8 @@ def _send(
     links do). A chunk reaches its next hop one latency after it started on this one
     (cut-through) and ends there no earlier than one latency after it ended here. Per
     message: its first chunk's start on the first hop and its last chunk's end on the last
-    hop less the latencies before it (so its arrival is that end plus ``alpha``)."""
+    hop less the latencies before it (so its arrival is that end plus ``alpha``). A chunk
+    holds a link for its bytes and, under a protocol with one, its handshake (``setup``)."""
     times: dict[int, tuple[float, float]] = {}
     hop = 0
     state = [(r, r, o, route, nb, mi) for r, o, route, nb, mi in queue]  # ready, end floor, ...
@@ -266,7 +268,7 @@ def _send(
         for ready, floor, o, route, nb, mi in state:
             x = route[hop]
             starts, ends = busy.setdefault(x, ([], []))
-            t, d = ready, nb * link_beta[x]
+            t, d = ready, nb * link_beta[x] + (setup[x] if setup else 0)
             i = bisect.bisect_right(ends, t)  # the first interval still busy at t
             while i < len(starts) and starts[i] < max(t + d, floor):
                 t = max(t, ends[i])

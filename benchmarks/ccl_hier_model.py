@@ -3,12 +3,15 @@ multi-node preset's times (the cluster-scale issue).
 
     python benchmarks/ccl_hier_model.py                  # 200 random configs + the preset table
     python benchmarks/ccl_hier_model.py 60 --seed 3 --no-preset
+    python benchmarks/ccl_hier_model.py 2000 --runtime h100-sxm-8x4 --no-preset
 
 Part 1 draws networks of 2 or 3 dimensions (ring, fully_connected or switch, 2..5 chips
 each, bandwidth 12.5..200 GB/s, latency 100..2000 ns, a NIC latency on half the switches)
 on npu-1h's chip, an algorithm (hierarchical or tree_ring; hierarchical reduce_scatter and
 all_gather too) and a size log-uniform in 1 KiB..16 MiB, simulates it (#wrong must be 0)
-and models it (``sim.collectives.per_dimension``). It prints the error quantiles of
+and models it (``sim.collectives.per_dimension``; with ``--runtime NAME``, on that topology
+file's runtime, e.g. h100-sxm-8x4's protocols and launch, through
+``sim.collectives.collective_model``). It prints the error quantiles of
 ``model / sim - 1``, the same for the unpipelined textbook sum, how many runs beat the
 lower bounds (must be 0) and the worst configs.
 
@@ -28,7 +31,7 @@ import time
 import numpy as np
 
 from sim import load_topology
-from sim.collectives import collective_metrics, run_collective
+from sim.collectives import collective_metrics, collective_model, run_collective
 from sim.collectives.per_dimension import dimension_bounds_ps, dimension_model_ps
 from sim.topology import DimensionConfig, Topology
 
@@ -60,16 +63,22 @@ def draw(rng: np.random.Generator) -> tuple[tuple[DimensionConfig, ...], str, st
     return tuple(dims), algorithm, collective, nbytes
 
 
-def model_check(n: int, seed: int, worst: int = 5) -> None:
+def model_check(n: int, seed: int, worst: int = 5, runtime: str | None = None) -> None:
     rng = np.random.default_rng(seed)
+    collectives = load_topology(runtime).collectives if runtime else None
     errs, texts, rows = [], [], []
     beaten = wrong = 0
     t0 = time.perf_counter()
     for _ in range(n):
         dims, algorithm, collective, nbytes = draw(rng)
         topo = with_dims(dims)
+        if collectives is not None:
+            topo = dataclasses.replace(topo, collectives=collectives)
         run = run_collective(topo, nbytes, algorithm, collective)
         m = dimension_model_ps(topo, algorithm, nbytes, collective)
+        if collectives is not None:  # the chosen protocol's network and the launch
+            full = collective_model(topo, algorithm, nbytes, collective)
+            m = dataclasses.replace(m, time_ps=full.time_ps, textbook_ps=full.textbook_ps)
         b = dimension_bounds_ps(topo, nbytes, collective)
         wrong += run.wrong > 0
         beaten += b.time_ps > run.time_ps
@@ -87,6 +96,7 @@ def model_check(n: int, seed: int, worst: int = 5) -> None:
     e, t = np.abs(errs), np.abs(texts)
     print(
         f"# per-dimension model vs simulator: {n} configs, seed {seed}, "
+        f"runtime {runtime or 'npu-1h'}, "
         f"{time.perf_counter() - t0:.0f} s"
     )
     print("| | median | p90 | p95 | max | mean | share within 5 % |")
@@ -142,8 +152,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-preset", action="store_true")
     ap.add_argument("--worst", type=int, default=5, help="list this many of the worst configs")
+    ap.add_argument("--runtime", help="a topology file whose collectives runtime to use")
     args = ap.parse_args()
-    model_check(args.n, args.seed, args.worst)
+    model_check(args.n, args.seed, args.worst, args.runtime)
     if not args.no_preset:
         preset_table()
 

@@ -86,9 +86,9 @@ __all__ = [
 ]
 
 
-# per message: start, end, alpha, chunks, sharing, burst, when its links have sent it, when
-# its receiver begins on it
-Rec = tuple[float, float, float, int, int, float, float, float]
+# per message: start, end, alpha, chunks, sharing, burst, handshake, when its links have sent
+# it, when its receiver begins on it
+Rec = tuple[float, float, float, int, int, float, float, float, float]
 # per chunk: ready, program order (chunk i of message m: (i, m), the step's messages take
 # turns one chunk each, as the compiled program orders them), route, bytes, message
 Chunk = tuple[float, tuple[int, int], tuple[int, ...], int, int]
@@ -188,7 +188,7 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
                 ]
                 for lo, hi, r in reversed(mine):
                     if lo < m.hi and m.lo < hi:  # the latest message that wrote any of them
-                        last = max(last, recs[r][1] + recs[r][2] + recs[r][5])
+                        last = max(last, recs[r][1] + recs[r][2] + recs[r][5] + recs[r][6])
                         break
             plans.append((m, uses, alpha, ready, last, k))
             pair_chunks[m.src, m.dst, m.lane] = pair_chunks.get((m.src, m.dst, m.lane), 0) + k
@@ -209,9 +209,13 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
             end = max([last, done, *(free[y] for y in uses if y in free)])
             # one burst, or the whole chunk when it is smaller, through its slowest link and
             # into the receiver (a reduction: the engine or HBM's read and write; a copy: HBM)
-            g = min(burst, (m.hi - m.lo) * bpe / k) * (
-                max(link_beta[x] for x in route) + (max(gamma, 2 * mem) if m.reduce else mem)
+            grain = min(burst, (m.hi - m.lo) * bpe / k)
+            g = max(grain * link_beta[x] for x in route) + grain * (
+                max(gamma, 2 * mem) if m.reduce else mem
             )
+            # its last burst also holds a link for the protocol's handshake (the simulator's
+            # grain, sim.fabric.holds); its first is in the share of its links' time
+            shake = float(max(net.link_setup_ps[x] for x in route)) if net.link_setup_ps else 0.0
             both = pair_chunks[m.src, m.dst, m.lane]  # the pair's chunks in this step share buffers
             back = max(lat[x] for x in route)
             if both > buffers:  # a window of `buffers` chunks per credit round trip
@@ -226,12 +230,12 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
                     *(ahead[y] for y in (("engine", m.dst), ("hbm", m.dst)) if y in ahead),
                 ]
             )
-            recs.append((start, end, alpha, k, share, g, max(last, done), recv))
+            recs.append((start, end, alpha, k, share, g, shake, max(last, done), recv))
             written[m.dst].append((m.lo, m.hi, len(recs) - 1))
             credits[m.src, m.dst, m.lane] += [  # chunk j is consumed (j + 1) / k of the way through
                 start + alpha + (j + 1) / k * (end - start) + g + back for j in range(k)
             ]
-            finish = max(finish, end + alpha + g)
+            finish = max(finish, end + alpha + g + shake)
             first_start, last_end = min(first_start, start), max(last_end, end)
             top_alpha = max(top_alpha, alpha)
         beta = max(work.values(), default=0.0)
@@ -317,7 +321,7 @@ def _in(written: list[tuple[int, int, int]], lo: int, hi: int, recs: list[Rec]) 
                 rest.append((a, b))
                 continue
             rest += [part for part in ((a, x), (y, b)) if part[0] < part[1]]
-            s_r, e_r, a_r, k, share, g, sent, recv = recs[r]
+            s_r, e_r, a_r, k, share, g, _shake, sent, recv = recs[r]
             j = min(k - 1, (y - 1 - w_lo) * k // (w_hi - w_lo))
             f = (j + 1 - 1 / share) / k  # of its links' time, and of its receiver's
             out = max(out, s_r + a_r + g + f * (sent - s_r), recv + g + f * (e_r - recv))

@@ -36,8 +36,10 @@ earlier step's waits for its data. A chunk reaches its next hop one latency afte
 started on this one (cut-through), so the chunks several senders send one receiver queue
 at its port. ``g`` is one burst of the message, or its whole chunk when that is smaller
 (small messages forward chunk by chunk), through its slowest link and into the receiver
-(a reduction: its engine or HBM's read and write; a copy: HBM). The collective ends when
-the last step's data has arrived: ``max_i end_i + alpha_i + g``.
+(a reduction: its engine or HBM's read and write; a copy: HBM); under a protocol with a
+handshake per chunk, the last burst of a step's data holds its link for it too, so
+``last_i`` and the end add it. The collective ends when the last step's data has arrived:
+``max_i end_i + alpha_i + g``.
 On a ring of ``S`` steps of ``m`` bytes this is ``S max(alpha, m beta) + min(alpha, m beta)``
 up to ``g``: ``steps x (latency + NIC) + bytes / bandwidth`` where latency dominates, the
 pipelined bandwidth term where bytes do.

@@ -75,10 +75,9 @@ def model_check(n: int, seed: int, worst: int = 5, runtime: str | None = None) -
         if collectives is not None:
             topo = dataclasses.replace(topo, collectives=collectives)
         run = run_collective(topo, nbytes, algorithm, collective)
-        m = dimension_model_ps(topo, algorithm, nbytes, collective)
-        if collectives is not None:  # the chosen protocol's network and the launch
-            full = collective_model(topo, algorithm, nbytes, collective)
-            m = dataclasses.replace(m, time_ps=full.time_ps, textbook_ps=full.textbook_ps)
+        # under a runtime: the chosen protocol's network and the launch
+        model = collective_model if collectives is not None else dimension_model_ps
+        m = model(topo, algorithm, nbytes, collective)
         b = dimension_bounds_ps(topo, nbytes, collective)
         wrong += run.wrong > 0
         beaten += b.time_ps > run.time_ps

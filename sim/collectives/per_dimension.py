@@ -91,9 +91,9 @@ __all__ = [
 # per message: start, end, alpha, chunks, sharing, burst, handshake, when its links have sent
 # it, when its receiver begins on it
 Rec = tuple[float, float, float, int, int, float, float, float, float]
-# per chunk: ready, program order (chunk i of message m: (i, m), the step's messages take
-# turns one chunk each, as the compiled program orders them), route, bytes, message
-Chunk = tuple[float, tuple[int, int], tuple[int, ...], int, int]
+# per chunk: ready, its place in program order (chunk i of message m: (i, m), the step's
+# messages take turns one chunk each, as the compiled program orders them), route, bytes
+Chunk = tuple[float, tuple[int, int], tuple[int, ...], int]
 
 
 @dataclass(frozen=True)
@@ -178,14 +178,14 @@ def _walk(topo: Topology, net: Network, schedule: Schedule) -> DimensionModel:
                 key = ("hbm", m.src)  # the chip's own input: read from HBM
                 uses[key] = uses.get(key, 0.0) + nb * mem
                 queue += [
-                    (ready, (i, len(plans)), route, (c1 - c0) * bpe, len(plans))
+                    (ready, (i, len(plans)), route, (c1 - c0) * bpe)
                     for i, (c0, c1) in enumerate(cs)
                 ]
             else:  # a chunk is ready when all its elements are in, the message with its first
                 ins = [_in(mine, c0, c1, recs) for c0, c1 in cs]
                 ready = max(ready, min(ins))
                 queue += [
-                    (t, (i, len(plans)), route, (c1 - c0) * bpe, len(plans))
+                    (t, (i, len(plans)), route, (c1 - c0) * bpe)
                     for i, (t, (c0, c1)) in enumerate(zip(ins, cs, strict=True))
                 ]
                 for lo, hi, r in reversed(mine):
@@ -256,8 +256,8 @@ def _send(
 ) -> list[tuple[float, float]]:
     """When each message of the step starts and ends on its links, chunk by chunk (module
     docstring, ``sent_i``): each link takes the step's chunks in the order they are ready
-    (``queue``: per chunk its ready time, its place in program order, its route, bytes and
-    message), each into the first time from then that the link is idle for it (``busy``:
+    (``queue``: per chunk its ready time, its place in program order ``(chunk, message)``, its
+    route and bytes), each into the first time from then that the link is idle for it (``busy``:
     per link the sorted starts and ends of what it carries, over the whole walk, so a later
     step's chunk goes while an earlier step waits for its data, as first come, first served
     links do). A chunk reaches its next hop one latency after it started on this one
@@ -267,11 +267,12 @@ def _send(
     holds a link for its bytes and, under a protocol with one, its handshake (``setup``)."""
     times: dict[int, tuple[float, float]] = {}
     hop = 0
-    state = [(r, r, o, route, nb, mi) for r, o, route, nb, mi in queue]  # ready, end floor, ...
+    state = [(r, r, o, route, nb) for r, o, route, nb in queue]  # ready, end floor, ...
     while state:
         state.sort(key=lambda z: (z[0], z[2]))
         nxt = []
-        for ready, floor, o, route, nb, mi in state:
+        for ready, floor, o, route, nb in state:
+            mi = o[1]
             x = route[hop]
             starts, ends = busy.setdefault(x, ([], []))
             t, d = ready, nb * link_beta[x] + (setup[x] if setup else 0)
@@ -295,7 +296,7 @@ def _send(
             if hop == 0:
                 first = min(first, t)
             if hop + 1 < len(route):
-                nxt.append((t + lat[x], end + lat[x], o, route, nb, mi))
+                nxt.append((t + lat[x], end + lat[x], o, route, nb))
             else:
                 done = max(done, end - sum(lat[y] for y in route[:hop]))
             times[mi] = (first, done)

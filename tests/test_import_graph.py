@@ -215,6 +215,7 @@ LAYERS = {  # a module imports only modules listed before it (the packages' docs
             "log",
             "one_shot",
             "scan",
+            "periodic",
             "events",
             "uncontended",
             "rotation",

@@ -32,6 +32,7 @@ chips) is not taken here and runs through the full program as before.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -130,29 +131,65 @@ def quotient_program(case: RingCase) -> FabricProgram:
     (from on-chip buffers); in an allreduce's all-gather the copy of a piece also waits for
     the reduction that last wrote it on this chip (in the reduce-scatter, ``p - 1`` steps
     before)."""
-    prog = FabricProgram()
-    k, p = len(case.sizes), case.chips
+    cols, _timed = _quotient_columns(case)
+    return _program(cols, cols["deps"])
+
+
+def _program(cols: dict[str, Any], deps: list[tuple[int, ...]]) -> FabricProgram:
+    """A program of its own lists (a caller may change them) from these columns."""
+    return FabricProgram(
+        kind=list(cols["kind"]),
+        src=list(cols["src"]),
+        dst=list(cols["dst"]),
+        nbytes=list(cols["nbytes"]),
+        step=list(cols["step"]),
+        deps=list(deps),
+        consumes=list(cols["consumes"]),
+        hbm=list(cols["hbm"]),
+        span=list(cols["span"]),
+        into=list(cols["into"]),
+    )
+
+
+@functools.lru_cache(maxsize=1)  # time_quotient builds the program, then compares it
+def _quotient_columns(case: RingCase) -> tuple[dict[str, Any], list[tuple[int, ...]]]:
+    """The columns of :func:`quotient_program`, built in numpy (op ``(step, half, chunk,
+    ring)``, half 0 the sends), and the dependencies of the timed program
+    (:func:`without_implied`): the same without the copies' dependencies on reductions."""
+    k, steps, R = len(case.sizes), case.steps, case.reduce_steps
     per_step = 4 * k
-    for s in range(case.steps):
-        base = s * per_step
-        for t in range(k):
-            nb = case.sizes[t] * case.bpe
-            for r in (0, 1):
-                deps = () if s == 0 else ((s - 1) * per_step + 2 * k + 2 * t + r,)
-                prog.add(TRANSFER, 0, 1 + r, nb, s, deps, hbm=0 if deps else nb)
-        for t in range(k):
-            nb = case.sizes[t] * case.bpe
-            reduce = s < case.reduce_steps
-            for r in (0, 1):
-                send = base + 2 * t + r
-                before: tuple[int, ...] = ()
-                if not reduce and case.reduce_steps and s - case.reduce_steps >= 1:
-                    ag = s - case.reduce_steps  # the all-gather step: the piece's reduction
-                    before = ((ag - 1) * per_step + 2 * k + 2 * t + r,)
-                kind = REDUCTION if reduce else COPY
-                prog.add(kind, 0, 0, nb, s, (*before, send), send)
-    del p
-    return prog
+    shape = (steps, 2, k, 2)
+    n = steps * per_step
+    s_, half, t_, r_ = (a.reshape(-1) for a in np.indices(shape, dtype=np.int64))
+    ops = np.arange(n, dtype=np.int64)
+    send = half == 0
+    nb = np.asarray(case.sizes, dtype=np.int64)[t_] * case.bpe
+    mine = ops - 2 * k * half  # a receive's own send (a send: itself)
+    fed = mine - per_step + 2 * k  # a send's producer: the receive of the step before
+    late = (half == 1) & (R > 0) & (s_ - R >= 1)  # all-gather copies past the first step
+    before = (s_ - R - 1) * per_step + 2 * k + 2 * t_ + r_
+    kind = np.where(send, TRANSFER, np.where(s_ < R, REDUCTION, COPY))
+    sends = send.tolist()
+    first = ((s_ > 0) & send).tolist()
+    fed_l, mine_l, before_l, late_l = fed.tolist(), mine.tolist(), before.tolist(), late.tolist()
+    timed: list[tuple[int, ...]] = [
+        ((f,) if g else ()) if is_send else (m,)
+        for is_send, g, f, m in zip(sends, first, fed_l, mine_l, strict=True)
+    ]
+    deps = [(b, t[0]) if lt else t for lt, b, t in zip(late_l, before_l, timed, strict=True)]
+    cols = {
+        "kind": kind.tolist(),
+        "src": [0] * n,
+        "dst": np.where(send, 1 + r_, 0).tolist(),
+        "nbytes": nb.tolist(),
+        "step": s_.tolist(),
+        "deps": deps,
+        "consumes": np.where(send, -1, mine).tolist(),
+        "hbm": np.where(send, np.where(s_ == 0, nb, 0), -1).tolist(),
+        "span": [(0, 0)] * n,
+        "into": [-1] * n,
+    }
+    return cols, timed
 
 
 def _view(topo: Topology) -> Network:
@@ -165,9 +202,33 @@ def time_quotient(
     topo: Topology, case: RingCase, view: Network | None = None
 ) -> tuple[FabricProgram, OpLog]:
     """Chip 0's program and its records, timed by the event loop on the three-chip view
-    (``view``: :func:`_view` of ``topo``, where the caller has it)."""
+    (``view``: :func:`_view` of ``topo``, where the caller has it): the program without its
+    implied dependencies, a step a period (:func:`quotient_program`, ADR 0036)."""
     prog = quotient_program(case)
-    return prog, simulate_fabric(_view(topo) if view is None else view, prog)
+    timed = without_implied(prog, case)
+    net = _view(topo) if view is None else view
+    if timed is None:  # not the ring's chains (a changed program): timed as it is
+        return prog, simulate_fabric(net, prog)
+    return prog, simulate_fabric(net, timed, period=4 * len(case.sizes))
+
+
+def without_implied(prog: FabricProgram, case: RingCase) -> FabricProgram | None:
+    """``prog`` without the all-gather copies' dependencies on the reductions ``p - 1`` steps
+    before, or None where ``prog`` is not :func:`quotient_program` of ``case``.
+
+    Each such dependency is implied by the chain of the piece's own ops: that reduction, the
+    next step's send of the same chunk and ring, the receive that drains it, and so on to the
+    transfer the copy consumes. In a program whose dependencies all span whole ops (as the
+    quotient's, ``span`` unknown), a dependency implied by a chain never binds (ADR 0036): its
+    producer is decided before the chain's last op, and what it gives the copy (its first
+    burst, its end) the chain gives later. So the log is the same, and without it every
+    dependency spans at most one step: the program repeats step by step, which
+    :mod:`sim.fabric.periodic` uses. A changed quotient (the planted bugs make some) is not
+    the ring's chains: it is timed as it is."""
+    cols, timed = _quotient_columns(case)
+    if prog.seen_span or prog.lane or any(getattr(prog, f) != col for f, col in cols.items()):
+        return None
+    return _program(cols, timed)
 
 
 def _rep_log(net: Network, case: RingCase, view_log: OpLog) -> OpLog:
@@ -250,48 +311,70 @@ def _replay(case: RingCase, prog: FabricProgram, rep: OpLog, lat: int) -> tuple[
             f"transfer op {t} arrives {int(start[t]) + lat}..{int(end[t]) + lat} ps: it uses "
             "data before it arrived"
         )
-    state = np.zeros((2, p, k, p), dtype=np.int8)  # half, segment, chunk, input chip
-    state[:, :, :, 0] = 1
+    # each piece's inputs as two bit masks over the input chips (bit c: chip c's input):
+    # ``once`` holds it once, ``twice`` more than once; piece (half, segment, chunk) is
+    # number ``(half * p + segment) * k + chunk``
+    once = [1] * (2 * p * k)
+    twice = [0] * (2 * p * k)
+    full = (1 << p) - 1
     order = np.lexsort((ops, is_send.astype(np.int64), end))  # writes before reads
-    stash: dict[int, npt.NDArray[np.int8]] = {}
+    s_, rest = np.divmod(ops, per_step)
+    phase, rest = np.divmod(rest, 2 * k)
+    t_, r_ = np.divmod(rest, 2)
     reduce_steps = case.reduce_steps
-    # np.roll(x, g)[i] == x[(i - g) % p], as an index (np.roll costs ~15x a take on these)
-    turned = {g: (np.arange(p) - g) % p for g in (-1, 1)}
-    for op in order.tolist():
-        s, rest = divmod(op, per_step)
-        phase, rest = divmod(rest, 2 * k)
-        t, r = divmod(rest, 2)
-        if s < reduce_steps:
-            lag, at = 1, s
-        else:
-            lag, at = 0, s - reduce_steps
-        seg = (-lag - at) % p if r == 0 else (lag + at) % p  # what chip 0 sends this step
-        if phase == 0:
-            stash[op] = state[r, seg, t].copy()
+    reduces = s_ < reduce_steps
+    at = np.where(reduces, s_, s_ - reduce_steps)
+    lag = reduces.astype(np.int64)
+    seg = np.where(r_ == 0, -lag - at, lag + at) % p  # what chip 0 sends this step
+    g = np.where(r_ == 0, -1, 1)  # chip 0 receives from chip -1 (ring 0) or +1 (ring 1)
+    piece = np.where(phase == 0, (r_ * p + seg) * k + t_, (r_ * p + (seg + g) % p) * k + t_)
+    stash: dict[int, tuple[int, int]] = {}
+    hi = p - 1
+    for op, x, is_recv, up, adds, src in zip(
+        order.tolist(),
+        piece[order].tolist(),
+        phase[order].tolist(),
+        (g[order] > 0).tolist(),
+        reduces[order].tolist(),
+        consumes[order].tolist(),
+        strict=True,
+    ):
+        if not is_recv:
+            stash[op] = (once[x], twice[x])
             continue
-        g = -1 if r == 0 else 1  # chip 0 receives from chip -1 (ring 0) or +1 (ring 1)
-        data = stash.pop(int(consumes[op]))[turned[g]]
-        piece = state[r, (seg + g) % p, t]
-        if s < reduce_steps:
-            np.minimum(piece + data, 2, out=piece)
+        a1, a2 = stash.pop(src)
+        if up:  # turned by +1: chip c's input becomes chip c + 1's (np.roll by 1)
+            a1 = ((a1 << 1) | (a1 >> hi)) & full
+            a2 = ((a2 << 1) | (a2 >> hi)) & full
         else:
-            piece[:] = data
-    want = np.zeros((2, p, k, p), dtype=np.int8)
-    defined = np.ones((2, p, k), dtype=bool)
+            a1 = (a1 >> 1) | ((a1 & 1) << hi)
+            a2 = (a2 >> 1) | ((a2 & 1) << hi)
+        if adds:  # counts add, "more than once" stays so
+            b1, b2 = once[x], twice[x]
+            two = a2 | b2 | (a1 & b1)
+            once[x], twice[x] = (a1 | b1) & ~two, two
+        else:
+            once[x], twice[x] = a1, a2
+    bits = np.asarray([once, twice], dtype=object).reshape(2, 2, p, k)
     if case.collective == "all_gather":
-        want[:, np.arange(p), :, np.arange(p)] = 1
+        want_once = np.asarray([[1 << i] * k for i in range(p)], dtype=object)[None]
     else:
-        want[:] = 1
-        if case.collective == "reduce_scatter":
-            defined[:, 1:] = False
-    bad = (state != want).any(axis=3) & defined
+        want_once = np.full((1, p, k), full, dtype=object)
+    bad = (bits[0] != want_once) | (bits[1] != 0)
+    if case.collective == "reduce_scatter":
+        bad[:, 1:] = False
     if not bad.any():
         return 0, ""
     sizes = np.asarray(case.sizes, dtype=np.int64)
     wrong = int(p * (sizes[None, None, :] * bad).sum())
-    h, i, t = (int(x) for x in np.argwhere(bad)[0])
+    h, i, t = (int(v) for v in np.argwhere(bad)[0])
+
+    def counts(one: int, two: int) -> npt.NDArray[np.int64]:
+        return np.asarray([(one >> c & 1) + 2 * (two >> c & 1) for c in range(p)], np.int64)
+
+    want = (1 << i) if case.collective == "all_gather" else full
+    why = input_mismatch(counts(int(bits[0, h, i, t]), int(bits[1, h, i, t])), counts(want, 0))
     lo = h * (case.count // 2) + i * case.segment + int(sizes[:t].sum())
-    why = input_mismatch(state[h, i, t], want[h, i, t])
     return wrong, f"chip 0, elements [{lo}, {lo + int(sizes[t])}) {why}"
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from sim.fabric.holds import hop_holds
 from sim.fabric.log import op_log
 from sim.fabric.network import Network
+from sim.fabric.periodic import Periodic
 from sim.fabric.program import (
     COPY,
     REDUCTION,
@@ -38,12 +39,16 @@ def simulate_events(
     *,
     contention: bool,
     routes: list[tuple[int, ...]] | None = None,
+    period: int = 0,
 ) -> OpLog:
     """The event-driven engine of :func:`simulate_fabric`.
 
     Only start and end times are dynamic: each record has a slot (op by op, hop by hop, the
     log's order), and its chip, engine and stage follow from the op afterwards. ``routes``
     (per op, :func:`~sim.fabric.program.op_routes`) are computed when not given.
+    ``period`` (> 0): the program repeats every ``period`` ops from op 0 on where it is
+    periodic, and the loop skips the periods that repeat the one before, shifted
+    (:mod:`sim.fabric.periodic`); the log is the same.
     """
     n = len(program)
     kind, src, dst = program.kind, program.src, program.dst
@@ -130,6 +135,32 @@ def simulate_events(
     r_start = [0] * slot[-1]
     r_end = [0] * slot[-1]
     done = 0
+    tracker = None
+    if period > 0 and contention and plan is None and not any(g >= 0 for g in into):
+        r_start = [-1] * slot[-1]  # not started yet (the tracker's test)
+        tracker = Periodic(
+            period,
+            n,
+            -(1 << 62),
+            slot,
+            {  # what the loop reads of an op, beside its dependents and consumed transfer
+                "kind": kind,
+                "src": src,
+                "dst": dst,
+                "nbytes": program.nbytes,
+                "hbm": program.hbm,
+                "conn": conn,
+                "staged": staged,
+                "waiting": list(waiting),
+                "route": _ids(res_of),
+                "hop_own": _ids(hop_own) if hop_own is not None else [],
+            },
+            consumes,
+            (first_edge, first_part, edge_j, edge_a, edge_w, edge_sub),
+            {},
+        )
+    cut = tracker.next_cut if tracker else -2
+    top = -1
     ready = [i for i in range(n) if not waiting[i]]
     if (
         lats and min(lats) > 0
@@ -146,6 +177,23 @@ def simulate_events(
     rel = -(1 << 62)  # the key of a server freeing: before every op due at the same time
     heap = [(0, i, 0) for i in ready if i >= 0]
     heapq.heapify(heap)
+    if tracker:
+        tracker.s.update(
+            heap=heap,
+            queue=queue,
+            held=held,
+            busy=busy,
+            credits=credits,
+            hbm_free=hbm_free,
+            waiting=waiting,
+            granted=granted,
+            hbm_got=hbm_got,
+            head=head,
+            tail=tail,
+            hop_end=hop_end,
+            r_start=r_start,
+            r_end=r_end,
+        )
     pop, push = heapq.heappop, heapq.heappush
 
     def produced(i: int, begin: int, end: int, grain: int, now: int) -> None:
@@ -211,6 +259,11 @@ def simulate_events(
                 credits[c] += 1
             continue
         else:
+            if i == cut and not hop and tracker:  # the first take of a cut op: a period on?
+                jump = tracker.cut(now, i, top)
+                cut = tracker.next_cut
+                if jump:
+                    now, i, done, top = now + jump[0], i + jump[1], done + jump[2], top + jump[1]
             if hop:  # a hop past the first: keyed by hops travelled, then op id (ADR 0026)
                 i += hop * n
             k = kind[i]
@@ -254,6 +307,8 @@ def simulate_events(
             push(heap, (end, rel, res))
             at = slot[i] + hop
             r_start[at] = begin
+            if i > top:  # the last op that has started (Periodic's window)
+                top = i
             r_end[at] = end
             lat = lats[route_of[i][hop]]
             if hop + 1 < nrec[i]:
@@ -275,6 +330,8 @@ def simulate_events(
                 push(heap, (begin + first[i], rel, res))
             at = slot[i]
             r_start[at] = begin
+            if i > top:  # the last op that has started (Periodic's window)
+                top = i
             r_end[at] = end
             if consumes[i] >= 0:
                 push(heap, (end + back[consumes[i]], consumes[i], -1))
@@ -287,6 +344,12 @@ def simulate_events(
             "raise chips.staging_buffers"
         )
     return op_log(net, program, np.asarray(nrec, dtype=np.int64), r_start, r_end, route_of)
+
+
+def _ids(rows: list[tuple[int, ...]]) -> list[int]:
+    """Each row's number among the distinct rows (first seen, first numbered)."""
+    seen: dict[tuple[int, ...], int] = {}
+    return [seen.setdefault(r, len(seen)) for r in rows]
 
 
 def _streams(

@@ -66,7 +66,9 @@ from sim.fabric.uncontended import one_shot_uncontended
 from sim.oplog import OpLog
 
 
-def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = True) -> OpLog:
+def simulate_fabric(
+    net: Network, program: FabricProgram, *, contention: bool = True, period: int = 0
+) -> OpLog:
     """Time ``program`` on ``net`` (module docstring): a heap of ``(time, op id, hop)`` events.
 
     Every link direction and reduce engine is a FIFO server: an op that is ready while it is
@@ -100,6 +102,10 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
     With contention, direct on a fully connected or switch network is timed from chip 0's
     share of the events and the other chips' records follow by turning the chips
     (:func:`one_shot_by_rotation`): the same log, from ``1/p`` of the events.
+
+    ``period`` (> 0) says the program repeats every ``period`` ops where it is periodic: the
+    loop then skips periods that repeat the one before, shifted (:mod:`sim.fabric.periodic`,
+    ADR 0036), with the same log.
     """
     shape = one_shot(net, program)  # None on a non-uniform network or with lanes
     if contention and shape is not None and rotation_invariant(net, program, shape):
@@ -108,4 +114,4 @@ def simulate_fabric(net: Network, program: FabricProgram, *, contention: bool = 
         return one_shot_uncontended(net, program, shape, op_holds(net, program))
     routes = op_routes(net, program)
     holds = op_holds(net, program, routes)
-    return simulate_events(net, program, holds, contention=contention, routes=routes)
+    return simulate_events(net, program, holds, contention=contention, routes=routes, period=period)

@@ -135,7 +135,7 @@ def quotient_program(case: RingCase) -> FabricProgram:
     return _program(cols, cols["deps"])
 
 
-def _program(cols: dict[str, Any], deps: list[tuple[int, ...]]) -> FabricProgram:
+def _program(cols: dict[str, tuple[Any, ...]], deps: tuple[tuple[int, ...], ...]) -> FabricProgram:
     """A program of its own lists (a caller may change them) from these columns."""
     return FabricProgram(
         kind=list(cols["kind"]),
@@ -152,7 +152,9 @@ def _program(cols: dict[str, Any], deps: list[tuple[int, ...]]) -> FabricProgram
 
 
 @functools.lru_cache(maxsize=1)  # time_quotient builds the program, then compares it
-def _quotient_columns(case: RingCase) -> tuple[dict[str, Any], list[tuple[int, ...]]]:
+def _quotient_columns(
+    case: RingCase,
+) -> tuple[dict[str, tuple[Any, ...]], tuple[tuple[int, ...], ...]]:
     """The columns of :func:`quotient_program`, built in numpy (op ``(step, half, chunk,
     ring)``, half 0 the sends), and the dependencies of the timed program
     (:func:`without_implied`): the same without the copies' dependencies on reductions."""
@@ -177,7 +179,7 @@ def _quotient_columns(case: RingCase) -> tuple[dict[str, Any], list[tuple[int, .
         for is_send, g, f, m in zip(sends, first, fed_l, mine_l, strict=True)
     ]
     deps = [(b, t[0]) if lt else t for lt, b, t in zip(late_l, before_l, timed, strict=True)]
-    cols = {
+    cols: dict[str, list[Any]] = {
         "kind": kind.tolist(),
         "src": [0] * n,
         "dst": np.where(send, 1 + r_, 0).tolist(),
@@ -189,7 +191,8 @@ def _quotient_columns(case: RingCase) -> tuple[dict[str, Any], list[tuple[int, .
         "span": [(0, 0)] * n,
         "into": [-1] * n,
     }
-    return cols, timed
+    # tuples: the cache hands the same columns to every caller, none can change them
+    return {name: tuple(col) for name, col in cols.items()}, tuple(timed)
 
 
 def _view(topo: Topology) -> Network:
@@ -226,7 +229,7 @@ def without_implied(prog: FabricProgram, case: RingCase) -> FabricProgram | None
     :mod:`sim.fabric.periodic` uses. A changed quotient (the planted bugs make some) is not
     the ring's chains: it is timed as it is."""
     cols, timed = _quotient_columns(case)
-    if prog.seen_span or prog.lane or any(getattr(prog, f) != col for f, col in cols.items()):
+    if prog.seen_span or prog.lane or any(tuple(getattr(prog, f)) != c for f, c in cols.items()):
         return None
     return _program(cols, timed)
 

@@ -138,6 +138,7 @@ def simulate_events(
     tracker = None
     if period > 0 and contention and plan is None and not any(g >= 0 for g in into):
         r_start = [-1] * slot[-1]  # not started yet (the tracker's test)
+        route_id = _ids(res_of)
         tracker = Periodic(
             period,
             n,
@@ -152,8 +153,12 @@ def simulate_events(
                 "conn": conn,
                 "staged": staged,
                 "waiting": list(waiting),
-                "route": _ids(res_of),
+                "route": route_id,
                 "hop_own": _ids(hop_own) if hop_own is not None else [],
+                # a consumer returns the buffer of the transfer it drains: to that transfer's
+                # pool, after its route's flight back
+                "drained_pool": [conn[t] if t >= 0 else -1 for t in consumes],
+                "drained_route": [route_id[t] if t >= 0 else -1 for t in consumes],
             },
             consumes,
             (first_edge, first_part, edge_j, edge_a, edge_w, edge_sub),
@@ -259,7 +264,7 @@ def simulate_events(
                 credits[c] += 1
             continue
         else:
-            if i == cut and not hop and tracker:  # the first take of a cut op: a period on?
+            if i == cut and not hop and tracker:  # the cut op's first take since the last cut
                 jump = tracker.cut(now, i, top)
                 cut = tracker.next_cut
                 if jump:

@@ -1,29 +1,32 @@
 """A periodic program timed from a few of its periods (docs/adr/0036-periodic-programs-jump.md).
 
 A program is **periodic** with period ``D`` where op ``i + D`` is op ``i`` again: the same
-kind, chips, bytes, holds, servers, staging pool, and the same dependents at the same
-distances with the same streaming parameters (:meth:`Periodic.invariant`). A ring collective's
-quotient (:mod:`sim.collectives.fast`) is: every step is the one before it, one step on.
+kind, chips, bytes, HBM bytes, route, staging pool and buffer, producer count, the same
+transfer drained at the same distance with the same pool and route (its buffer goes back
+there), and the same dependents at the same distances with the same streaming shares
+(:meth:`Periodic.repeats_until`). A ring collective's quotient (:mod:`sim.collectives.fast`)
+is: every step is the one before it, one step on.
 
 The event loop (:func:`sim.fabric.events.simulate_events`) is deterministic and sees only
 differences of times and op ids: what it does next depends on its state, and every rule reads
-an op's static facts, never its id or the clock. So if at two **cuts** (the first time the loop
-takes op ``c`` and, one period later, op ``c + D``) its whole state is the same up to shifting
-op ids by ``D`` and times by ``delta``, and every op the next ``m`` periods touch is periodic,
-then those periods repeat the one just run, shifted; the loop writes their records at once and
-resumes ``m`` periods on. Nothing is assumed about the machine: where the state is not the same
-(a pipeline filling, a phase boundary, staging credits that bind every other step) the loop
-runs as it always did, and the log is the event loop's, record for record.
+an op's static facts, never its id or the clock. So if at two **cuts** (the loop's first take
+of op ``c`` since the cut before, and ``j`` periods later of op ``c + j D``; ``j`` up to
+:data:`CUTS`) its whole state is the same up to shifting op ids by ``j D`` and times by
+``delta``, and every op the next ``m`` runs of those periods touch is periodic, then those runs
+repeat the one just run, shifted; the loop writes their records at once and resumes there.
+Nothing is assumed about the machine: where the state is not the same (a pipeline filling, a
+phase boundary, staging credits that bind every other step) the loop runs as it always did, and
+the log is the event loop's, record for record.
 
-The state compared at a cut (:meth:`Periodic._key`), relative to the cut's op and time:
-the heap of pending events, the servers' queues and busy flags, the staging credits and the
+The state compared at a cut (:meth:`Periodic._key`), relative to the cut's op and time: the
+heap of pending events, the servers' queues and busy flags, the staging credits and the
 transfers waiting for them, each chip's HBM (its free time past the cut, 0 when idle), and per
-op of the **window** ``[L, H)``: how many of its producers are still due, whether it holds
-its staging buffer and its HBM turn, when its first burst and last byte are in and when its
-hop ended, and which of its records have started. ``L`` is the lowest op that has not started
-every record or that a pending event names; ``H`` lies one longest dependency past the last
-op that has started a record (the loop tracks it): only such an op has told its dependents
-anything, so no op at or past ``H`` has been touched.
+op of the **window** ``[L, H)``: how many of its producers are still due, whether it holds its
+staging buffer and its HBM turn, when its first burst and last byte are in and when its hop
+ended, and which of its records have started. ``L`` is the lowest op that has not started every
+record or that a pending event names; ``H`` lies one longest dependency past the last op that
+has started a record (the loop tracks it): only such an op has told its dependents anything, so
+no op at or past ``H`` has been touched.
 """
 
 from __future__ import annotations
@@ -112,7 +115,9 @@ class Periodic:
         for j in repeats:
             prev = hist[-1 - j][2]
             if prev is not None and prev[0] == snap[0]:
-                return self._jump(prev, snap, now, c, now - hist[-1 - j][1], j)
+                jump = self._jump(prev, snap, now, c, now - hist[-1 - j][1], j)
+                if jump:
+                    return jump
         return None
 
     # ----------------------------------------------------------------------------------------
@@ -265,6 +270,10 @@ class Periodic:
         for name in ("waiting", "granted", "hbm_got"):
             col = s[name]
             col[lo + shift : hi + shift] = col[lo:hi]
+        # 0 is "not yet set" and stays 0. One set at time 0 would shift, but it is as good as
+        # 0 after the cut: a head counts only as the latest of its producers' first bursts,
+        # each at least the loop's time then, and a tail only past begin + total - burst,
+        # burst <= total (sim.fabric.holds)
         for name in ("head", "tail", "hop_end"):
             col = s[name]
             col[lo + shift : hi + shift] = [v + dt if v else 0 for v in col[lo:hi]]

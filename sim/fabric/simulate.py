@@ -105,7 +105,9 @@ def simulate_fabric(
 
     ``period`` (> 0) says the program repeats every ``period`` ops where it is periodic: the
     loop then skips periods that repeat the one before, shifted (:mod:`sim.fabric.periodic`,
-    ADR 0036), with the same log.
+    ADR 0036), with the same log. It is ignored (the loop runs every op) without contention,
+    with ops at a switch or with accumulators (``FabricProgram.into``), and on the one-shot
+    paths above.
     """
     shape = one_shot(net, program)  # None on a non-uniform network or with lanes
     if contention and shape is not None and rotation_invariant(net, program, shape):

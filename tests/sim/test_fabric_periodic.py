@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sim.collectives.fast as fast
+import sim.fabric as fabric
 import sim.fabric.periodic as periodic
 from sim import load_topology
 from sim.fabric import FabricProgram, build_network, simulate_fabric
@@ -166,3 +167,56 @@ def test_a_changed_quotient_is_timed_as_it_is() -> None:
     assert fast.without_implied(prog, case) is None
     # the columns the check compares with are not the changed program's lists
     assert fast.without_implied(fast.quotient_program(case), case) is not None
+
+
+def _drains_late(n: int, lag: int, odd: int) -> FabricProgram:
+    """A program of period 4 (not a ring quotient), after a review's reproducer: per period
+    ``k`` a reduction on chip 2 after the period before (the cut op), a small transfer
+    0 -> 1 after it, a copy on chip 1 that drains the transfer of ``lag`` periods before, and
+    a reduction on chip 2 after the copy. Transfer ``odd`` alone is on lane 1, a staging pool
+    of its own. Then a tail whose four transfers start as lane 0's credits allow."""
+    prog = FabricProgram()
+    lanes: list[int] = []
+
+    def add(*args: Any, lane: int = 0, **kw: Any) -> int:
+        lanes.append(lane)
+        return prog.add(*args, **kw)
+
+    sends: list[int] = []
+    after: tuple[int, ...] = ()
+    for k in range(n):
+        x = add(fabric.REDUCTION, 2, 2, 1 << 10, k, after)
+        sends.append(add(fabric.TRANSFER, 0, 1, 128, k, (x,), lane=int(k == odd)))
+        if k >= lag:
+            t = sends[k - lag]
+            c = add(fabric.COPY, 1, 1, 1 << 10, k, (t, x), consumes=t)
+        else:
+            c = add(fabric.COPY, 1, 1, 1 << 10, k, (x,))
+        after = (add(fabric.REDUCTION, 2, 2, 1 << 10, k, (c,)),)
+    r = add(fabric.REDUCTION, 0, 0, 1 << 10, n, (sends[-1],))
+    z = add(fabric.REDUCTION, 1, 1, 64 << 20, n, (r,))
+    for _ in range(4):
+        b = add(fabric.TRANSFER, 0, 1, 1 << 10, n, (r,))
+        add(fabric.COPY, 1, 1, 1 << 10, n, (b, z), consumes=b)
+    prog.lane = lanes
+    return prog
+
+
+def test_a_buffer_goes_back_to_the_pool_of_the_transfer_it_drained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A copy drains a transfer two periods back, below the ops the cuts compare: where that
+    transfer is on a lane of its own, the buffer the copy frees goes back to that lane's pool,
+    not to the pool its counterpart a period before used. The loop does not skip across it
+    (it did: lane 0 came out one credit rich and the tail's transfers started early)."""
+    jumps = _jumps(monkeypatch)
+    net = build_network(
+        BASE.replace_chips(count=3, topology="ring", staging_buffers=3, link_latency_ns=1)
+    )
+    prog = _drains_late(40, 2, 8)
+    want = simulate_fabric(net, prog)
+    got = simulate_fabric(net, prog, period=4)
+    assert got.equals(want), got.first_difference(want)
+    assert jumps  # it does skip, before and after the odd lane
+    plain = _drains_late(40, 2, -1)
+    assert simulate_fabric(net, plain, period=4).equals(simulate_fabric(net, plain))

@@ -20,9 +20,10 @@ chunk, so the streaming rule never needs the spans, and the view sets them to un
 
 **The functional check** (:func:`_replay`) moves the data as chip 0's records say, exactly:
 each piece holds, per input chip, how often its input was summed in (0, 1, or 2 for "more
-than once"); a receive on chip 0 takes what its sender held when the send left, which is
-chip 0's piece turned by one with its inputs renamed; sums and copies follow the log's
-times (writes before reads at equal times, as :func:`sim.collectives.verify.replay`).
+than once"; two bit masks over the chips, ADR 0036); a receive on chip 0 takes what its
+sender held when the send left, which is chip 0's piece turned by one with its inputs
+renamed; sums and copies follow the log's times (writes before reads at equal times, as
+:func:`sim.collectives.verify.replay`).
 ``#wrong`` counts every element of a piece whose inputs are not those it must hold, on every
 chip (by symmetry, ``p`` times chip 0's).
 

@@ -155,3 +155,30 @@ def test_a_pod_scale_ring_is_stored_as_one_chips_records() -> None:
     assert m["link_bytes_total"] == 2 * 1023 * (256 << 20)  # 2 (p-1) n
     assert not log._full  # type: ignore[attr-defined]
     assert dataclasses.is_dataclass(run)
+
+
+@pytest.mark.parametrize("collective", ["all_gather", "reduce_scatter", "allreduce"])
+def test_the_one_chip_check_counts_what_the_full_replay_counts(collective: str) -> None:
+    """Every collective, data late at every step's first forward: each step's first receive
+    on chip 0 ends after the next step's send forwards it. The one-chip check (bit masks of
+    each piece's inputs, ADR 0036) counts the wrong elements the full replay of the written-out
+    log counts, and finds some where the collective checks the pieces that moved."""
+    p, n = 5, 5 * 2 * 65_536
+    topo = _ring(p)
+    case = fast.ring_case(topo, n, "ring", collective, None)
+    assert case is not None
+    prog, view_log = fast.time_quotient(topo, case)
+    net = ring_network(topo)
+    rep = fast._rep_log(net, case, view_log)
+    per_step = 4 * len(case.sizes)
+    bad = rep
+    for s in range(case.steps - 1):  # the receive of (s, chunk 0, ring 0) after (s + 1)'s send
+        recv, forward = s * per_step + per_step // 2, (s + 1) * per_step
+        bad = _late(bad, recv, int(bad.stored["end"][forward]) + 1)
+    wrong, problem = fast._replay(case, prog, bad, net.latency_ps)
+    schedule = build_schedule(topo, n, "ring", collective, network=net)
+    compiled = fabric_program(schedule)
+    full = SymmetricLog(bad, p, fast._expander(net, case, bad))
+    got = replay(schedule, net, compiled, full.expanded())
+    assert check(schedule, compiled.bounds, got)[0] == wrong
+    assert wrong > 0 and "chip 0, elements" in problem

@@ -132,17 +132,33 @@ def simulate_events(
     hbm_free = [0] * p
     nrec = [len(r) if k == TRANSFER else 1 for k, r in zip(kind, route_of, strict=True)]
     slot = list(itertools.accumulate(nrec, initial=0))
-    r_start = [0] * slot[-1]
+    periodic = period > 0 and contention and plan is None and not any(g >= 0 for g in into)
+    r_start = [-1 if periodic else 0] * slot[-1]  # -1: not started yet (Periodic's test)
     r_end = [0] * slot[-1]
     done = 0
+    ready = [i for i in range(n) if not waiting[i]]
+    if (
+        lats and min(lats) > 0
+    ):  # nothing comes back at time 0: past the staging buffers, pairs wait in id order
+        for idx, i in enumerate(ready):
+            if kind[i] == TRANSFER and staged[i]:
+                c = conn[i]
+                if credits[c]:
+                    credits[c] -= 1
+                    granted[i] = True
+                else:
+                    held[c].append(i)
+                    ready[idx] = -1
+    rel = -(1 << 62)  # the key of a server freeing: before every op due at the same time
+    heap = [(0, i, 0) for i in ready if i >= 0]
+    heapq.heapify(heap)
     tracker = None
-    if period > 0 and contention and plan is None and not any(g >= 0 for g in into):
-        r_start = [-1] * slot[-1]  # not started yet (the tracker's test)
+    if periodic:  # the loop's containers, shared with the tracker (ADR 0036)
         route_id = _ids(res_of)
         tracker = Periodic(
             period,
             n,
-            -(1 << 62),
+            rel,
             slot,
             {  # what the loop reads of an op, beside its dependents and consumed transfer
                 "kind": kind,
@@ -162,43 +178,25 @@ def simulate_events(
             },
             consumes,
             (first_edge, first_part, edge_j, edge_a, edge_w, edge_sub),
-            {},
+            {
+                "heap": heap,
+                "queue": queue,
+                "held": held,
+                "busy": busy,
+                "credits": credits,
+                "hbm_free": hbm_free,
+                "waiting": waiting,
+                "granted": granted,
+                "hbm_got": hbm_got,
+                "head": head,
+                "tail": tail,
+                "hop_end": hop_end,
+                "r_start": r_start,
+                "r_end": r_end,
+            },
         )
     cut = tracker.next_cut if tracker else -2
-    top = -1
-    ready = [i for i in range(n) if not waiting[i]]
-    if (
-        lats and min(lats) > 0
-    ):  # nothing comes back at time 0: past the staging buffers, pairs wait in id order
-        for idx, i in enumerate(ready):
-            if kind[i] == TRANSFER and staged[i]:
-                c = conn[i]
-                if credits[c]:
-                    credits[c] -= 1
-                    granted[i] = True
-                else:
-                    held[c].append(i)
-                    ready[idx] = -1
-    rel = -(1 << 62)  # the key of a server freeing: before every op due at the same time
-    heap = [(0, i, 0) for i in ready if i >= 0]
-    heapq.heapify(heap)
-    if tracker:
-        tracker.s.update(
-            heap=heap,
-            queue=queue,
-            held=held,
-            busy=busy,
-            credits=credits,
-            hbm_free=hbm_free,
-            waiting=waiting,
-            granted=granted,
-            hbm_got=hbm_got,
-            head=head,
-            tail=tail,
-            hop_end=hop_end,
-            r_start=r_start,
-            r_end=r_end,
-        )
+    top = -1  # the last op that has started a record (Periodic's window)
     pop, push = heapq.heappop, heapq.heappush
 
     def produced(i: int, begin: int, end: int, grain: int, now: int) -> None:

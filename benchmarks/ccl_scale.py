@@ -24,7 +24,9 @@ ASTRA-sim 2 (analytical, congestion-aware, built outside the repository as
 our topology's link bandwidth and latency) runs beside each ring row up to ``--astra-max P``
 (default 256; its p = 1024 pipelined takes ~4 minutes) in the same run: its simulated time,
 the difference to ours, its CPU and wall seconds and peak RSS, and the ratios (its CPU over
-ours; its wall over our wall). Where it is not built, the script says so and quotes it.
+ours; its wall over our wall), then its fixed cost (the best of three runs of a 1 KiB
+allreduce on 4 chips: its start-up, which its whole run at small p mostly is). Where it is
+not built, the script says so and quotes it.
 """
 
 from __future__ import annotations
@@ -195,6 +197,16 @@ def astra_rows(rows: list[dict[str, object]], mib: int) -> None:
             f"{a_cpu / max(cpu, 1e-9):8.1f}x {a_wall / max(wall, 1e-9):9.1f}x"
             + ("" if a["rss_is"] == "own" else "  (A MiB: an upper bound)")
         )
+    # its fixed cost: the smallest ring it runs, 1 KiB (start-up, reading the set-up and the
+    # traces): at small p its whole run is mostly this, and 10x asks a tenth of it of us
+    floor = min(
+        float(astra_peer.run_allreduce(4, 1024, chips.link_bw_gbs, chips.link_latency_ns)["cpu"])
+        for _ in range(3)
+    )
+    print(
+        f"ASTRA-sim's fixed cost (p = 4, 1 KiB, best of 3): {floor * 1000:.1f} ms CPU; "
+        f"10x of it is {floor * 100:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -197,15 +197,15 @@ def astra_rows(rows: list[dict[str, object]], mib: int) -> None:
             f"{a_cpu / max(cpu, 1e-9):8.1f}x {a_wall / max(wall, 1e-9):9.1f}x"
             + ("" if a["rss_is"] == "own" else "  (A MiB: an upper bound)")
         )
-    # its fixed cost: the smallest ring it runs, 1 KiB (start-up, reading the set-up and the
-    # traces): at small p its whole run is mostly this, and 10x asks a tenth of it of us
+    # its fixed cost: a 1 KiB allreduce on a 4-chip ring (start-up, reading the set-up and
+    # the traces): at small p its whole run is mostly this, and 10x asks a tenth of it of us
     floor = min(
         float(astra_peer.run_allreduce(4, 1024, chips.link_bw_gbs, chips.link_latency_ns)["cpu"])
         for _ in range(3)
     )
     print(
         f"ASTRA-sim's fixed cost (p = 4, 1 KiB, best of 3): {floor * 1000:.1f} ms CPU; "
-        f"10x of it is {floor * 100:.2f} ms"
+        f"a tenth of it: {floor * 100:.2f} ms"
     )
 
 
